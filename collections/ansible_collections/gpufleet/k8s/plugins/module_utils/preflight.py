@@ -1,0 +1,26 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+"""Preflight: every check of an inventory, run before anything on a host or cluster changes.
+
+Each concern contributes a function ``check(params, plan, problems)``; ``run_preflight`` runs
+them all so that a user sees every problem at once, each naming its variable.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import validate_inventory
+
+# Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
+CHECKS = []
+
+
+def run_preflight(params):
+    """Return ``(errors, warnings, plan)`` for the inventory ``params``."""
+    problems, plan = validate_inventory(params)
+    if not problems.errors:
+        for check in CHECKS:
+            check(params, plan, problems)
+    return problems.errors, problems.warnings, plan

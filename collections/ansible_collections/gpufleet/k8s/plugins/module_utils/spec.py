@@ -1,0 +1,191 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+"""The gpufleet inventory contract: platforms, add-on modes and the GPU pool spec.
+
+One pool format is shared by provisioning (Karpenter, GKE, self-managed labels), the add-on
+roles (device-plugin sharing config) and the report. ``normalize_pools`` fills defaults and
+``validate_pools`` reports every problem with the variable path it concerns.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import re
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems, one_of
+from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import (
+    GPU_TYPES, MIG_CAPABLE, gpu_type_names)
+
+PLATFORMS = ("eks", "gke", "gke-autopilot", "kubeadm", "k3s", "rke2", "k0s", "microk8s", "openshift")
+CLOUD_PLATFORMS = ("eks", "gke", "gke-autopilot")
+SELF_MANAGED_PLATFORMS = ("kubeadm", "k3s", "rke2", "k0s", "microk8s", "openshift")
+ADDONS_MODES = ("standalone", "operator", "none")
+SHARING_MODES = ("none", "time-slicing", "mps", "mig")
+MIG_STRATEGIES = ("single", "mixed")
+CAPACITY_TYPES = ("spot", "on-demand")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+POOLS_VAR = "gpufleet_gpu_pools"
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+DURATION = re.compile(r"^(Never|([0-9]+(s|m|h))+)$")
+
+DEFAULT_GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+POOL_DEFAULTS = {
+    "gpus_per_node": 1,
+    "node_group": None,
+    "capacity_types": ["on-demand"],
+    "zones": [],
+    "min_nodes": 0,
+    "max_nodes": None,
+    "max_gpus": None,
+    "labels": {},
+    "disk_size_gb": 100,
+    "max_pods": 110,
+    "consolidate_after": "30m",
+    "sharing": {"mode": "none"},
+}
+
+
+def normalize_pool(pool):
+    """Return a copy of ``pool`` with every optional key filled in."""
+    out = copy.deepcopy(POOL_DEFAULTS)
+    out.update(copy.deepcopy(pool))
+    if out.get("taints") is None:
+        out["taints"] = [dict(DEFAULT_GPU_TAINT)]
+    sharing = dict(out.get("sharing") or {"mode": "none"})
+    sharing.setdefault("mode", "none")
+    if sharing["mode"] in ("time-slicing", "mps"):
+        sharing.setdefault("replicas", 2)
+    if sharing["mode"] == "mig":
+        sharing.setdefault("mig_strategy", "single")
+    out["sharing"] = sharing
+    if out.get("node_group") is None and isinstance(out.get("name"), str):
+        out["node_group"] = "gpu_pool_" + out["name"].replace("-", "_")
+    return out
+
+
+def normalize_pools(pools):
+    return [normalize_pool(p) if isinstance(p, dict) else p for p in (pools or [])]
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def validate_platform(platform, problems):
+    if platform not in PLATFORMS:
+        problems.error("gpufleet_platform", "%r is not a supported platform; use %s" % (platform, one_of(PLATFORMS)))
+        return False
+    return True
+
+
+def validate_addons_mode(mode, problems):
+    if mode not in ADDONS_MODES:
+        problems.error("gpufleet_addons_mode", "%r is not allowed; use %s" % (mode, one_of(ADDONS_MODES)))
+
+
+def _validate_sharing(var, pool, problems):
+    sharing = pool.get("sharing")
+    if not isinstance(sharing, dict):
+        problems.error(var, "must be a mapping with a 'mode' key (%s)" % one_of(SHARING_MODES))
+        return
+    mode = sharing.get("mode")
+    if mode not in SHARING_MODES:
+        problems.error(var + ".mode", "%r is not allowed; use %s" % (mode, one_of(SHARING_MODES)))
+        return
+    if mode in ("time-slicing", "mps"):
+        replicas = sharing.get("replicas")
+        if not _is_int(replicas) or replicas < 2:
+            problems.error(var + ".replicas", "%r is not allowed for %s; use an integer >= 2" % (replicas, mode))
+    if mode == "mig":
+        if pool.get("gpu_type") in GPU_TYPES and pool.get("gpu_type") not in MIG_CAPABLE:
+            problems.error(var + ".mode", "MIG is not available on gpu_type %r; MIG-capable types are %s"
+                           % (pool.get("gpu_type"), one_of(MIG_CAPABLE)))
+        strategy = sharing.get("mig_strategy")
+        if strategy not in MIG_STRATEGIES:
+            problems.error(var + ".mig_strategy", "%r is not allowed; use %s" % (strategy, one_of(MIG_STRATEGIES)))
+    unknown = sorted(set(sharing) - {"mode", "replicas", "mig_strategy", "mig_profile", "rename_by_default",
+                                     "fail_requests_greater_than_one"})
+    if unknown:
+        problems.error(var, "unknown key(s) %s" % ", ".join(unknown))
+
+
+def validate_pools(pools, platform, problems):
+    """Check a list of pools (already normalized). Adds to ``problems``."""
+    if not isinstance(pools, list) or not pools:
+        problems.error(POOLS_VAR, "must be a non-empty list of GPU pools (each with name, gpu_type, gpus_per_node)")
+        return
+    seen = set()
+    for i, pool in enumerate(pools):
+        var = "%s[%d]" % (POOLS_VAR, i)
+        if not isinstance(pool, dict):
+            problems.error(var, "must be a mapping, got %s" % type(pool).__name__)
+            continue
+        name = pool.get("name")
+        if not isinstance(name, str) or not DNS_LABEL.match(name):
+            problems.error(var + ".name", "%r is not a valid pool name; use a DNS label (lower-case letters, "
+                           "digits and '-', at most 63 characters)" % (name,))
+        elif name in seen:
+            problems.error(var + ".name", "pool name %r is used twice; pool names must be unique" % name)
+        else:
+            seen.add(name)
+        gpu_type = pool.get("gpu_type")
+        if gpu_type is None:
+            problems.error(var + ".gpu_type", "is required; use %s" % one_of(gpu_type_names()))
+        elif gpu_type not in GPU_TYPES:
+            problems.error(var + ".gpu_type", "%r is not a known GPU type; use %s" % (gpu_type, one_of(gpu_type_names())))
+        gpn = pool.get("gpus_per_node")
+        if not _is_int(gpn) or not 1 <= gpn <= 16:
+            problems.error(var + ".gpus_per_node", "%r is not allowed; use an integer from 1 to 16" % (gpn,))
+        caps = pool.get("capacity_types")
+        if not isinstance(caps, list) or not caps or any(c not in CAPACITY_TYPES for c in caps):
+            problems.error(var + ".capacity_types", "%r is not allowed; use a non-empty list of %s"
+                           % (caps, one_of(CAPACITY_TYPES)))
+        for key in ("min_nodes", "max_nodes", "max_gpus"):
+            val = pool.get(key)
+            if val is not None and (not _is_int(val) or val < 0):
+                problems.error(var + "." + key, "%r is not allowed; use an integer >= 0" % (val,))
+        mn, mx = pool.get("min_nodes"), pool.get("max_nodes")
+        if _is_int(mn) and _is_int(mx) and mx < mn:
+            problems.error(var + ".max_nodes", "%d is below min_nodes %d" % (mx, mn))
+        taints = pool.get("taints")
+        if not isinstance(taints, list):
+            problems.error(var + ".taints", "must be a list of {key, value, effect}")
+        else:
+            for j, taint in enumerate(taints):
+                tvar = "%s.taints[%d]" % (var, j)
+                if not isinstance(taint, dict) or not taint.get("key"):
+                    problems.error(tvar, "must be a mapping with at least 'key' and 'effect'")
+                elif taint.get("effect") not in TAINT_EFFECTS:
+                    problems.error(tvar + ".effect", "%r is not allowed; use %s" % (taint.get("effect"), one_of(TAINT_EFFECTS)))
+        if not isinstance(pool.get("labels"), dict):
+            problems.error(var + ".labels", "must be a mapping of label name to value")
+        ca = pool.get("consolidate_after")
+        if not isinstance(ca, str) or not DURATION.match(ca):
+            problems.error(var + ".consolidate_after", "%r is not a duration; use e.g. 30s, 10m, 1h or Never" % (ca,))
+        _validate_sharing(var + ".sharing", pool, problems)
+
+
+def validate_inventory(params):
+    """Validate the whole inventory contract. Returns (Problems, plan)."""
+    problems = Problems()
+    platform = params.get("platform")
+    validate_platform(platform, problems)
+    validate_addons_mode(params.get("addons_mode"), problems)
+    pools = normalize_pools(params.get("pools"))
+    validate_pools(pools if params.get("pools") else params.get("pools"), platform, problems)
+    plan = {
+        "platform": platform,
+        "cluster_name": params.get("cluster_name"),
+        "addons_mode": params.get("addons_mode"),
+        "apply": bool(params.get("apply")),
+        "pools": pools,
+        "gpus_max": sum((p.get("max_nodes") or 0) * (p.get("gpus_per_node") or 0)
+                        for p in pools if isinstance(p, dict) and _is_int(p.get("gpus_per_node"))
+                        and _is_int(p.get("max_nodes") or 0)),
+    }
+    return problems, plan

@@ -1,0 +1,111 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: preflight
+short_description: Validate a gpufleet inventory before anything changes
+version_added: "0.1.0"
+description:
+  - Checks the platform, the GPU pools, the add-on mode and the other gpufleet inputs.
+  - Reports every problem at once; each message names the variable (with its list index) and
+    the allowed values.
+  - Returns the normalized plan (pools with defaults filled in) that later stages render from.
+  - Changes nothing, anywhere.
+author:
+  - gpufleet maintainers
+options:
+  platform:
+    description: Kubernetes platform of the cluster (C(gpufleet_platform)).
+    type: str
+    required: true
+  cluster_name:
+    description: Name of the cluster (C(gpufleet_cluster_name)).
+    type: str
+    required: true
+  addons_mode:
+    description: Who manages the GPU add-ons (C(gpufleet_addons_mode)).
+    type: str
+    default: standalone
+  pools:
+    description: The GPU pools (C(gpufleet_gpu_pools)); see the project README for the format.
+    type: list
+    elements: raw
+    required: true
+  apply:
+    description: Whether the run applies changes (C(gpufleet_apply)) or only renders them.
+    type: bool
+    default: false
+  extra:
+    description: Further inventory values the checks of other stages read (driver, add-ons, providers).
+    type: dict
+    default: {}
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Validate the inventory
+  gpufleet.k8s.preflight:
+    platform: "{{ gpufleet_platform }}"
+    cluster_name: "{{ gpufleet_cluster_name }}"
+    pools: "{{ gpufleet_gpu_pools }}"
+  register: gpufleet_preflight
+"""
+
+RETURN = r"""
+errors:
+  description: Problems that stop the run, each starting with the variable it concerns.
+  returned: always
+  type: list
+  elements: str
+  sample: ["gpufleet_gpu_pools[1].gpu_type: is required; use one of: a100-40gb, ..."]
+warnings_found:
+  description: Problems that do not stop the run.
+  returned: always
+  type: list
+  elements: str
+plan:
+  description: The normalized plan (platform, pools with defaults filled in).
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
+
+
+def argspec():
+    return dict(
+        platform=dict(type="str", required=True),
+        cluster_name=dict(type="str", required=True),
+        addons_mode=dict(type="str", default="standalone"),
+        pools=dict(type="list", elements="raw", required=True),
+        apply=dict(type="bool", default=False),
+        extra=dict(type="dict", default={}),
+    )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    errors, warnings, plan = run_preflight(module.params)
+    for warning in warnings:
+        module.warn(warning)
+    if errors:
+        module.fail_json(msg="gpufleet preflight found %d problem(s):\n- %s" % (len(errors), "\n- ".join(errors)),
+                         errors=errors, warnings_found=warnings, plan=plan)
+    module.exit_json(changed=False, errors=[], warnings_found=warnings, plan=plan)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The whole test suite: unit tests, ansible-lint (production profile), syntax checks, the
+# collection build, and every molecule scenario in real Debian systemd containers.
+# Sets up what it needs (venv, apt packages, podman, images, npm schemas); safe to run twice.
+#   scripts/test.sh                 everything
+#   MOLECULE_SCENARIOS="a b" ...    only these scenarios;  MOLECULE_JOBS=N  parallel scenarios
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+logs=$root/build/test-logs
+mkdir -p "$logs"
+fail=0
+step() { printf '\n==== %s ====\n' "$*"; }
+
+step "setup"
+bash scripts/bootstrap.sh || exit 1
+bash scripts/harness-setup.sh || exit 1
+if [ -f tests/schemas/package.json ]; then
+  (cd tests/schemas && { [ -d node_modules ] && [ node_modules/.stamp -nt package-lock.json ] || { npm ci --no-audit --no-fund --silent && touch node_modules/.stamp; }; }) || exit 1
+fi
+# shellcheck disable=SC1091
+source .venv/bin/activate
+export ANSIBLE_CONFIG=$root/ansible.cfg
+export ANSIBLE_COLLECTIONS_PATH=$root/collections
+export ANSIBLE_ROLES_PATH=$root/roles
+export PY_COLORS=0 ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1
+
+step "ansible-lint (production profile)"
+ansible-lint --profile production --nocolor -q || { echo "ansible-lint: FAILED"; fail=1; }
+
+step "syntax check of every playbook"
+for pb in site.yml playbooks/*.yml; do
+  ansible-playbook --syntax-check "$pb" >"$logs/syntax-$(basename "$pb").log" 2>&1 \
+    && echo "ok   $pb" || { echo "FAIL $pb"; cat "$logs/syntax-$(basename "$pb").log"; fail=1; }
+done
+
+step "collection build"
+tmpd=$(mktemp -d)
+ansible-galaxy collection build --force --output-path "$tmpd" collections/ansible_collections/gpufleet/k8s \
+  || { echo "collection build: FAILED"; fail=1; }
+rm -rf "$tmpd"
+
+step "pytest"
+python -m pytest -q tests
+rc=$?
+[ $rc -eq 0 ] || fail=1
+
+step "molecule"
+scenarios=${MOLECULE_SCENARIOS:-$(cd molecule && for d in */; do [ -f "$d/molecule.yml" ] && echo "${d%/}"; done)}
+jobs=${MOLECULE_JOBS:-2}
+run_one() {
+  local s=$1 t0=$SECONDS
+  if molecule test -s "$s" >"$logs/molecule-$s.log" 2>&1; then
+    echo "PASS $s ($((SECONDS - t0)) s)"
+  else
+    echo "FAIL $s ($((SECONDS - t0)) s) - log: build/test-logs/molecule-$s.log"
+    grep -E "fatal:|FAILED!|msg:|ERROR" "$logs/molecule-$s.log" | head -20 | sed 's/^/     /'
+  fi
+}
+export -f run_one; export logs
+printf '%s\n' $scenarios | xargs -P "$jobs" -I{} bash -c 'run_one {}' | tee "$logs/molecule-results.txt"
+passed=$(grep -c '^PASS' "$logs/molecule-results.txt")
+failed=$(grep -c '^FAIL' "$logs/molecule-results.txt")
+[ "$failed" -eq 0 ] || fail=1
+[ "$fail" -eq 0 ] && echo "all checks: OK" || echo "all checks: FAILED (see above)"
+echo "molecule: $passed passed, $failed failed"
+exit $fail

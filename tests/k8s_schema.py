@@ -1,0 +1,18 @@
+"""Validate Kubernetes objects against the real upstream OpenAPI schemas (kubernetes-validate).
+
+gpufleet supports Kubernetes 1.30 to 1.35; objects are checked against the oldest and newest
+in strict mode (unknown fields are errors).
+"""
+import kubernetes_validate
+
+SUPPORTED_K8S = ("1.30.0", "1.35.0")
+
+
+def assert_valid(obj, versions=SUPPORTED_K8S):
+    for version in versions:
+        try:
+            kubernetes_validate.validate(obj, version, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            raise AssertionError("%s/%s invalid for Kubernetes %s: %s at %s" % (
+                obj.get("kind"), obj.get("metadata", {}).get("name"), version, exc.message,
+                "/".join(str(p) for p in exc.path)))
