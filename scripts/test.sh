@@ -29,7 +29,7 @@ step "ansible-lint (production profile)"
 ansible-lint --profile production --nocolor -q || { echo "ansible-lint: FAILED"; fail=1; }
 
 step "syntax check of every playbook"
-for pb in site.yml playbooks/*.yml; do
+for pb in site.yml playbooks/*.yml awx/configure.yml; do
   ansible-playbook --syntax-check "$pb" >"$logs/syntax-$(basename "$pb").log" 2>&1 \
     && echo "ok   $pb" || { echo "FAIL $pb"; cat "$logs/syntax-$(basename "$pb").log"; fail=1; }
 done

@@ -1,0 +1,90 @@
+"""The AWX execution environment definition is valid for ansible-builder and does not drift
+from the project's real Python and collection dependencies."""
+import os
+import re
+import subprocess
+import sys
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EE = os.path.join(ROOT, "execution-environment.yml")
+FQCN_TASK = re.compile(r"^\s*-?\s*([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_]*):", re.M)
+FQCN_FILTER = re.compile(r"\|\s*([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_]*)")
+FQCN_LOOKUP = re.compile(r"(?:query|lookup)\('([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_]*)\.[a-z_]+'")
+OWN = {"ansible.builtin", "gpufleet.k8s"}
+
+
+def runtime_requirements():
+    """Names from requirements.txt above the '# tests' line (the ones a job run needs)."""
+    names = []
+    with open(os.path.join(ROOT, "requirements.txt")) as handle:
+        for line in handle:
+            if line.strip() == "# tests":
+                break
+            line = line.split("#")[0].strip()
+            if line:
+                names.append(re.split(r"[<>=!\[ ]", line)[0].lower())
+    return names
+
+
+def constraints():
+    pins = {}
+    with open(os.path.join(ROOT, "constraints.txt")) as handle:
+        for line in handle:
+            if "==" in line and not line.startswith("#"):
+                name, version = line.strip().split("==")
+                pins[name.lower().replace("_", "-")] = version
+    return pins
+
+
+def load_ee():
+    with open(EE) as handle:
+        return yaml.safe_load(handle)
+
+
+def test_ansible_builder_accepts_the_definition(tmp_path):
+    builder = os.path.join(os.path.dirname(sys.executable), "ansible-builder")
+    proc = subprocess.run([builder, "create", "-f", EE, "-c", str(tmp_path / "ctx"), "--output-filename", "Containerfile"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    containerfile = (tmp_path / "ctx" / "Containerfile").read_text()
+    assert "ubi9/ubi:9.6" in containerfile
+    assert (tmp_path / "ctx" / "_build" / "requirements.yml").is_file()
+    assert (tmp_path / "ctx" / "_build" / "gpufleet" / "k8s" / "galaxy.yml").is_file()
+
+
+def test_python_dependencies_match_requirements_and_constraints():
+    ee = load_ee()["dependencies"]
+    pins = constraints()
+    ee_python = dict(item.lower().split("==") for item in ee["python"])
+    ee_python["ansible-core"] = ee["ansible_core"]["package_pip"].split("==")[1]
+    for name in runtime_requirements():
+        if name == "ansible":
+            continue  # the bundle: the EE installs the collections it needs from collections/requirements.yml
+        assert name in ee_python, "%s is a runtime requirement but missing from execution-environment.yml" % name
+        assert ee_python[name] == pins[name], "%s: EE pins %s, constraints.txt %s" % (name, ee_python[name], pins[name])
+
+
+def used_collections():
+    used = set()
+    for top in ("site.yml", "playbooks", "roles", "awx"):
+        path = os.path.join(ROOT, top)
+        files = [path] if os.path.isfile(path) else [os.path.join(d, f) for d, _s, fs in os.walk(path) for f in fs
+                                                      if f.endswith((".yml", ".yaml", ".j2"))]
+        for name in files:
+            text = open(name).read()
+            for regex in (FQCN_TASK, FQCN_FILTER, FQCN_LOOKUP):
+                for match in regex.finditer(text):
+                    used.add("%s.%s" % (match.group(1), match.group(2)))
+    return used - OWN
+
+
+def test_every_collection_used_is_required():
+    with open(os.path.join(ROOT, "collections", "requirements.yml")) as handle:
+        required = {c["name"] for c in yaml.safe_load(handle)["collections"]}
+    used = used_collections()
+    assert "kubernetes.core" in used  # the scan works
+    missing = sorted(used - required)
+    assert not missing, "collections used but not in collections/requirements.yml: %s" % missing
+    assert load_ee()["dependencies"]["galaxy"] == "collections/requirements.yml"
