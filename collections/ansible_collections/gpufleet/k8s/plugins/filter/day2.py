@@ -1,0 +1,44 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+"""Day-2 filters: validation expectations and verdicts, rolling-upgrade plans."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.expected import (
+    expected_resources, format_table, validate_nodes)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.smoke import (
+    job_result, metrics_job, rollout_failures, smoke_job, smoke_results)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.upgrade_plan import failure_note, plan_upgrade
+
+
+def gpu_validation(nodes, pools, smoke=None, metrics=None):
+    rows, failures = validate_nodes(pools, nodes, smoke, metrics)
+    return {"rows": rows, "failures": failures, "table": format_table(rows)}
+
+
+def upgrade_failure_note(node, step, reason):
+    value, instructions = failure_note(node, step, reason)
+    return {"annotation": value, "instructions": instructions}
+
+
+def gpu_smoke_jobs(pools, platform, image, namespace, timeout, placements=None):
+    placements = placements or {}
+    return [smoke_job(pool, platform, image, namespace, timeout, placements.get(pool["name"])) for pool in pools]
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "gpu_expected_resources": expected_resources,
+            "gpu_validation": gpu_validation,
+            "gpu_upgrade_plan": plan_upgrade,
+            "gpu_upgrade_failure_note": upgrade_failure_note,
+            "gpu_smoke_jobs": gpu_smoke_jobs,
+            "gpu_metrics_job": metrics_job,
+            "gpu_job_result": job_result,
+            "gpu_smoke_results": smoke_results,
+            "gpu_rollout_failures": rollout_failures,
+        }

@@ -1,0 +1,139 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: fleet_report
+short_description: Write the GPU fleet report (Markdown, JSON, self-contained HTML)
+version_added: "0.1.0"
+description:
+  - Builds the fleet report from the plan and whatever live data is given (GPU facts, Nodes,
+    Pods, a Prometheus response) and writes C(fleet.md), C(fleet.json) and C(fleet.html) into
+    I(dest). Without live data it reports from the inventory alone (render mode).
+  - Flags right-sizing hints (GPUs allocated but under I(idle_percent) utilised, nodes whose
+    GPUs are all idle, pools at their maximum).
+  - Output is deterministic; files are only rewritten when their content changes.
+author:
+  - gpufleet maintainers
+options:
+  dest:
+    description: Directory for the three files.
+    type: path
+    required: true
+  plan:
+    description: The normalized plan (fact C(gpufleet_plan)).
+    type: dict
+    required: true
+  groups:
+    description: Inventory groups (to count the nodes of self-managed pools in render mode).
+    type: dict
+    default: {}
+  gpu_facts:
+    description: Per host, the result of C(gpufleet.k8s.nvidia_gpu_info).
+    type: dict
+    default: {}
+  nodes:
+    description: Node objects from the API server; omit in render mode.
+    type: list
+    elements: dict
+  pods:
+    description: Pod objects from the API server.
+    type: list
+    elements: dict
+  utilisation:
+    description: Prometheus instant-query response for average DCGM_FI_DEV_GPU_UTIL per GPU.
+    type: dict
+  idle_percent:
+    description: Utilisation below which allocated GPUs are flagged.
+    type: float
+    default: 10.0
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Write the fleet report from the inventory alone
+  gpufleet.k8s.fleet_report:
+    dest: "{{ gpufleet_plan.build_dir }}/report"
+    plan: "{{ gpufleet_plan }}"
+    groups: "{{ groups }}"
+"""
+
+RETURN = r"""
+report:
+  description: The report data (also written as fleet.json).
+  returned: always
+  type: dict
+files:
+  description: Paths of the three files.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet_report import build_report, render_files
+
+
+def argspec():
+    return dict(
+        dest=dict(type="path", required=True),
+        plan=dict(type="dict", required=True),
+        groups=dict(type="dict", default={}),
+        gpu_facts=dict(type="dict", default={}),
+        nodes=dict(type="list", elements="dict"),
+        pods=dict(type="list", elements="dict"),
+        utilisation=dict(type="dict"),
+        idle_percent=dict(type="float", default=10.0),
+    )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    p = module.params
+    try:
+        report = build_report(p["plan"], p["groups"], p["gpu_facts"], p["nodes"], p["pods"], p["utilisation"], p["idle_percent"])
+    except (KeyError, TypeError, ValueError) as exc:
+        module.fail_json(msg="cannot build the fleet report: %s: %s" % (type(exc).__name__, exc))
+    files = render_files(report)
+    changed, diffs = [], []
+    for name, text in sorted(files.items()):
+        path = os.path.join(p["dest"], name)
+        old = open(path).read() if os.path.isfile(path) else None
+        if old != text:
+            changed.append(path)
+            diffs.append(dict(before=old or "", after=text, before_header=path, after_header=path))
+    if changed and not module.check_mode:
+        if not os.path.isdir(p["dest"]):
+            os.makedirs(p["dest"])
+        for path in changed:
+            module.atomic_move(_write_tmp(p["dest"], files[os.path.basename(path)]), path)
+    result = dict(changed=bool(changed), report=report, files=[os.path.join(p["dest"], n) for n in sorted(files)])
+    if module._diff:
+        result["diff"] = diffs
+    module.exit_json(**result)
+
+
+def _write_tmp(dest, text):
+    import tempfile
+    fd, tmp = tempfile.mkstemp(dir=dest, prefix=".tmp-")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.chmod(tmp, 0o644)
+    return tmp
+
+
+if __name__ == "__main__":
+    main()
