@@ -1,0 +1,84 @@
+"""Every bad input in tests/bad_inputs.yml, through the real preflight stage in apply mode,
+against a real Debian 12 systemd container standing in for a GPU node: the run fails, the
+message names the variable, and nothing on the node changed (packages, /etc, services)."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+INVENTORY = os.path.join(ROOT, "tests", "integration", "inventories", "bad_input")
+NODE = "gpufleet-badinput-node"
+IMAGE = "localhost/gpufleet-debian:12"
+with open(os.path.join(ROOT, "tests", "bad_inputs.yml")) as _handle:
+    CASES = yaml.safe_load(_handle)
+STATE = ("dpkg-query -W -f='${Package} ${Version}\\n' | md5sum; "
+         "find /etc -xdev -type f -print0 | sort -z | xargs -0 md5sum | md5sum; "
+         "systemctl list-units --type=service --state=active --no-legend --plain | awk '{print $1}' | md5sum")
+
+
+def podman(*args, check=True):
+    return subprocess.run(["podman"] + list(args), capture_output=True, text=True, check=check)
+
+
+@pytest.fixture(scope="module")
+def node():
+    if not shutil.which("podman"):
+        pytest.fail("podman is required (scripts/harness-setup.sh installs it)")
+    podman("rm", "-f", NODE, check=False)
+    podman("run", "-d", "--name", NODE, "--systemd=always", IMAGE, "/sbin/init")
+    for _ in range(30):
+        if podman("exec", NODE, "systemctl", "is-system-running", check=False).stdout.strip() in ("running", "degraded"):
+            break
+        subprocess.run(["sleep", "1"])
+    yield NODE
+    podman("rm", "-f", NODE, check=False)
+
+
+def node_state():
+    return podman("exec", NODE, "sh", "-c", STATE).stdout
+
+
+def run(playbook, extra, build_dir):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_FORCE_COLOR="0", PATH=BIN + os.pathsep + os.environ["PATH"])
+    cmd = [os.path.join(BIN, "ansible-playbook"), playbook, "-i", INVENTORY,
+           "-e", "gpufleet_build_dir=%s" % build_dir, "-e", json.dumps(extra)]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return proc.returncode, re.sub(r"\s+", " ", proc.stdout + proc.stderr)
+
+
+def test_there_are_enough_cases():
+    assert len(CASES) >= 20
+    assert len({c["id"] for c in CASES}) == len(CASES)
+
+
+def test_baseline_passes_preflight_and_reaches_the_node(node, tmp_path):
+    rc, out = run("playbooks/preflight.yml", {}, tmp_path / "b")
+    assert rc == 0, out[-2000:]
+    ping = subprocess.run([os.path.join(BIN, "ansible"), NODE, "-i", INVENTORY, "-m", "ansible.builtin.ping"],
+                          cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg")))
+    assert ping.returncode == 0 and "ping: pong" in ping.stdout, ping.stdout + ping.stderr
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_bad_input_is_refused_in_preflight_and_changes_nothing(node, tmp_path, case):
+    before = node_state()
+    build = tmp_path / uuid.uuid4().hex
+    rc, out = run("site.yml", case["vars"], build)
+    assert rc != 0, out[-2000:]
+    assert "Preflight" in out
+    # the message names the variable and says what is allowed (argument-spec or preflight wording)
+    named = [m.start() for m in re.finditer(re.escape(case["variable"]), out)]
+    assert named, "variable %s not named: %s" % (case["variable"], out[-2500:])
+    assert case["expect"] in out, out[-2500:]
+    assert "PLAY [Provision" not in out and "PLAY [Nodes" not in out
+    assert not build.exists()
+    assert node_state() == before
