@@ -138,15 +138,15 @@ def load_v1alpha5(path):
         with open(path, "r") as handle:
             docs = [d for d in yaml.safe_load_all(handle) if d is not None]
     except (OSError, IOError) as exc:
-        raise GpufleetError("cannot read the file: %s" % exc)
+        raise GpufleetError("cannot read the file (%s); use a readable v1alpha5 Provisioner file" % exc)
     except yaml.YAMLError as exc:
-        raise GpufleetError("not valid YAML: %s" % str(exc).replace("\n", " "))
+        raise GpufleetError("not valid YAML (%s); use a YAML file of v1alpha5 Provisioners" % str(exc).replace("\n", " "))
     return docs
 
 
 def seconds_to_duration(seconds, what):
     if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 0:
-        raise GpufleetError("%s must be a whole number of seconds, got %r" % (what, seconds))
+        raise GpufleetError("%s is %r; use a whole number of seconds" % (what, seconds))
     for unit, size in (("h", 3600), ("m", 60)):
         if seconds and seconds % size == 0:
             return "%d%s" % (seconds // size, unit)
@@ -242,7 +242,7 @@ def _migrate_provisioner(doc, templates, kubernetes_version, cluster, changes, n
     meta = doc.get("metadata") or {}
     name = meta.get("name")
     if not name:
-        raise GpufleetError("a Provisioner has no metadata.name")
+        raise GpufleetError("a Provisioner has no metadata.name; use one of: a name for every Provisioner")
     spec = doc.get("spec") or {}
     unknown = sorted(set(spec) - set(PROVISIONER_KEYS))
     for key in unknown:
@@ -250,7 +250,7 @@ def _migrate_provisioner(doc, templates, kubernetes_version, cluster, changes, n
                            % (name, key))
     if spec.get("ttlSecondsAfterEmpty") is not None and (spec.get("consolidation") or {}).get("enabled"):
         raise GpufleetError("Provisioner %s sets both ttlSecondsAfterEmpty and consolidation.enabled, which "
-                            "v1alpha5 already refused; keep one" % name)
+                            "v1alpha5 already refused; use one of: ttlSecondsAfterEmpty, consolidation" % name)
     template = {"spec": {}}
     tspec = template["spec"]
     requirements = []
@@ -348,11 +348,11 @@ def migrate(docs, kubernetes_version="1.33", cluster=""):
     documents hold no Provisioner or something that is neither a Provisioner nor an AWSNodeTemplate.
     """
     if not isinstance(docs, list) or not docs:
-        raise GpufleetError("the file holds no YAML document; expected kind Provisioner, apiVersion %s" % V1ALPHA5)
+        raise GpufleetError("the file holds no YAML document; use a file with kind Provisioner, apiVersion %s" % V1ALPHA5)
     provisioners, templates = [], {}
     for i, doc in enumerate(docs):
         if not isinstance(doc, dict):
-            raise GpufleetError("document %d is not a mapping; expected kind Provisioner, apiVersion %s"
+            raise GpufleetError("document %d is not a mapping; use one of: kind Provisioner (apiVersion %s)"
                                 % (i, V1ALPHA5))
         api, kind = doc.get("apiVersion"), doc.get("kind")
         if api == V1ALPHA5 and kind == "Provisioner":
@@ -364,7 +364,7 @@ def migrate(docs, kubernetes_version="1.33", cluster=""):
                                 "(apiVersion %s), kind AWSNodeTemplate (apiVersion %s)"
                                 % (i, api, kind, V1ALPHA5, AWSNODETEMPLATE_API))
     if not provisioners:
-        raise GpufleetError("the file holds no Provisioner (apiVersion %s)" % V1ALPHA5)
+        raise GpufleetError("the file holds no Provisioner; use a file with kind Provisioner (apiVersion %s)" % V1ALPHA5)
     changes, needs_input = [], []
     nodepools, classes = [], {}
     for doc in provisioners:

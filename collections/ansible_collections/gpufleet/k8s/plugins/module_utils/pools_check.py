@@ -155,8 +155,8 @@ def _check_terms(var, terms, keys, problems, gpu=False):
 def _check_zones(var, pool, platform, region, problems):
     zones = pool.get("zones")
     if not isinstance(zones, list) or not zones:
-        problems.error(var + ".zones", "is empty; %s pools need at least one zone (preference order, several "
-                       "zones spread the GPU quota), e.g. %s" % (
+        problems.error(var + ".zones", "is empty; %s pools need at least one zone; use a list in preference order "
+                       "(several zones spread the GPU quota), e.g. %s" % (
                            _cloud_name(platform),
                            "[us-east-1a, us-east-1b]" if platform == "eks" else "[us-central1-a, us-central1-b]"))
         return
@@ -172,7 +172,7 @@ def _check_zones(var, pool, platform, region, problems):
             problems.error(zvar, "%r is not in region %s; use one of: zones of %s (a cluster lives in one region)"
                            % (zone, region, region))
         if zone in seen:
-            problems.error(zvar, "%r is listed twice; list each zone once, in preference order" % (zone,))
+            problems.error(zvar, "%r is listed twice; use each zone once, in preference order" % (zone,))
         seen.add(zone)
 
 
