@@ -172,3 +172,23 @@ def test_apply_mode_runs_gcloud_once_per_config_change(tmp_path):
     assert rc == 0, out[-3000:]
     assert len(record.read_text().splitlines()) == 2
     assert "maximum: 8\n  minimum: 0\n  resourceType: nvidia-tesla-a100" in nap.read_text()
+
+
+def test_migration_playbook_check_real_rerun_and_bad_file(tmp_path):
+    src = os.path.join(ROOT, "tests", "fixtures", "karpenter", "v1alpha5-gpu-provisioner.yaml")
+    dest = tmp_path / "v1"
+    args = ["-e", "karpenter_migrate_src=%s" % src, "-e", "karpenter_migrate_dest=%s" % dest,
+            "-e", "karpenter_migrate_cluster_name=ml-prod"]
+    rc, out = run_site(str(tmp_path / "unused"), "--check", *args, playbook="playbooks/karpenter_migrate.yml")
+    assert rc == 0 and recap(out)["changed"] == 1, out[-3000:]
+    assert not dest.exists()
+    rc, out = run_site(str(tmp_path / "unused"), *args, playbook="playbooks/karpenter_migrate.yml")
+    assert rc == 0 and recap(out)["changed"] == 1, out[-3000:]
+    assert sorted(os.listdir(dest)) == ["00-ec2nodeclass-gpu.yaml", "01-nodepool-gpu.yaml", "MIGRATION.md"]
+    assert_crs_valid([o for name in sorted(os.listdir(dest)) if name.endswith(".yaml") for o in load(dest / name)])
+    rc, out = run_site(str(tmp_path / "unused"), *args, playbook="playbooks/karpenter_migrate.yml")
+    assert rc == 0 and recap(out)["changed"] == 0, out[-3000:]
+    bad = os.path.join(ROOT, "tests", "fixtures", "karpenter", "not-a-provisioner.yaml")
+    rc, out = run_site(str(tmp_path / "unused"), "-e", "karpenter_migrate_src=%s" % bad,
+                       playbook="playbooks/karpenter_migrate.yml")
+    assert rc != 0 and "not a Provisioner" in out

@@ -168,3 +168,19 @@ def test_spread_zones_keeps_first_preference_order_without_repeats(pools, expect
 ])
 def test_pool_gpu_limit(pool, limit):
     assert pools_check.pool_gpu_limit(pool) == limit
+
+
+@pytest.mark.parametrize("platform,pool,warning", [
+    ("eks", pool_with(EKS_POOL, capacity_types=["on-demand", "spot"]),
+     "gpufleet_gpu_pools[0].capacity_types: Karpenter tries spot first"),
+    ("gke", pool_with(GKE_POOL, taints=[{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}]),
+     "gpufleet_gpu_pools[0].taints: GKE puts its own nvidia.com/gpu taint"),
+    ("gke-autopilot", pool_with(GKE_POOL, gpu_type="l4", gpus_per_node=1, sharing={"mode": "time-slicing",
+                                                                                    "replicas": 2}),
+     "gpufleet_gpu_pools[0].sharing: on GKE Autopilot GPU sharing is configured by GKE"),
+    ("k3s", pool_with(SELF_POOL, zones=["a"]), "gpufleet_gpu_pools[0].zones: zones are ignored on k3s"),
+])
+def test_warnings_name_the_variable(platform, pool, warning):
+    errors, warnings, _ = run_preflight(params(platform, pool))
+    assert errors == []
+    assert any(w.startswith(warning) for w in warnings), warnings

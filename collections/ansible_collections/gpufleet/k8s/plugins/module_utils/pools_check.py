@@ -237,6 +237,13 @@ def _check_pool(var, pool, platform, settings, region, problems):
             problems.error(var + ".ami_selector_terms", "is only used on eks; use one of: null")
         else:
             _check_terms(var + ".ami_selector_terms", pool["ami_selector_terms"], AMI_TERM_KEYS, problems, gpu=True)
+    if platform == "eks" and caps == ["on-demand", "spot"]:
+        problems.warn(var + ".capacity_types", "Karpenter tries spot first whenever a NodePool allows both; to "
+                      "prefer on-demand, split the pool in two and give the on-demand one the higher weight")
+    if platform in GKE_PLATFORMS and pool.get("taints") and \
+            any(t.get("key") != "nvidia.com/gpu" for t in pool["taints"] if isinstance(t, dict)):
+        problems.warn(var + ".taints", "GKE puts its own nvidia.com/gpu taint on GPU nodes it creates; other "
+                      "taints of the pool are not applied there (pods still get tolerations for them)")
     if platform == "gke-autopilot" and pool["sharing"].get("mode") in ("time-slicing", "mps", "mig"):
         problems.warn(var + ".sharing", "on GKE Autopilot GPU sharing is configured by GKE, not by gpufleet's "
                       "device-plugin config")
