@@ -176,7 +176,7 @@ def _check_zones(var, pool, platform, region, problems):
         seen.add(zone)
 
 
-def _check_pool(var, pool, platform, settings, region, problems):
+def _check_pool(var, pool, platform, region, problems):
     unknown = sorted(set(pool) - set(POOL_KEYS))
     if unknown:
         problems.error(var, "unknown key(s) %s; use %s" % (", ".join(unknown), one_of(POOL_KEYS)))
@@ -331,5 +331,5 @@ def check(params, plan, problems):
     _check_settings(platform, settings, problems)
     region = cluster_region(plan, settings) if platform in CLOUD_PLATFORMS else ""
     for i, pool in enumerate(plan.get("pools") or []):
-        _check_pool("%s[%d]" % (POOLS_VAR, i), pool, platform, settings, region, problems)
+        _check_pool("%s[%d]" % (POOLS_VAR, i), pool, platform, region, problems)
     _check_migrate_files(platform, settings, problems)
