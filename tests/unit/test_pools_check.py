@@ -78,7 +78,7 @@ BAD = [
     ("eks", pool_with(EKS_POOL, ami_selector_terms=[{"alias": "al2023@latest"}]), {},
      P0 + ".ami_selector_terms[0].alias", "refused for GPU pools"),
     ("eks", EKS_POOL, {"gpu_pools_eks_ami_selector_terms": [{"alias": "al2023@v20250505"}]},
-     "gpu_pools_eks_ami_selector_terms[0].alias", "never through an alias"),
+     "gpu_pools_eks_ami_selector_terms[0].alias", "instead of an alias"),
     ("eks", EKS_POOL, {"gpu_pools_eks_subnet_selector_terms": [{"tag": {"a": "b"}}]},
      "gpu_pools_eks_subnet_selector_terms[0]", "unknown key(s) tag"),
     ("kubeadm", pool_with(SELF_POOL, compute_class=True), {}, P0 + ".compute_class", "only possible on GKE"),

@@ -145,9 +145,10 @@ def _check_terms(var, terms, keys, problems, gpu=False):
         if unknown:
             problems.error(tvar, "unknown key(s) %s; use %s" % (", ".join(unknown), one_of(keys)))
         if gpu and "alias" in term:
-            problems.error(tvar + ".alias", "%r is refused for GPU pools: gpufleet selects the NVIDIA accelerated "
-                           "AMI explicitly, never through an alias (al2023@... names the standard AMI "
-                           "family); use one of: ssmParameter (e.g. /aws/service/eks/optimized-ami/<k8s>/"
+            problems.error(tvar + ".alias", "%r is refused for GPU pools: gpufleet names the NVIDIA accelerated "
+                           "AMI explicitly instead of an alias (an alias names an AMI family, e.g. the "
+                           "standard AL2023 AMI, and leaves the GPU variant to Karpenter's resolution at "
+                           "launch); use one of: ssmParameter (e.g. /aws/service/eks/optimized-ami/<k8s>/"
                            "amazon-linux-2023/x86_64/nvidia/recommended/image_id), id, name, tags"
                            % (term["alias"],))
 
