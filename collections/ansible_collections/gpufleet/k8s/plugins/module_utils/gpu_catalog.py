@@ -17,29 +17,85 @@ ARCHITECTURES = ("maxwell", "pascal", "volta", "turing", "ampere", "ada", "hoppe
 OPEN_UNSUPPORTED = ("maxwell", "pascal", "volta")
 OPEN_REQUIRED = ("blackwell",)
 
-# name: architecture, memory GiB, EKS instance families, GKE accelerator type, GKE machine family
+# name -> facts per cloud (from the providers' public documentation, late 2026):
+#   arch, memory_gib               the GPU itself
+#   eks_families                   EC2 instance families carrying this GPU (Karpenter label
+#                                  karpenter.k8s.aws/instance-family)
+#   eks_gpu_name                   Karpenter label karpenter.k8s.aws/instance-gpu-name (EC2's GPU
+#                                  name, lower case)
+#   eks_gpu_counts                 GPUs per instance that those families offer
+#   gke_accelerator                GKE accelerator type (node label cloud.google.com/gke-accelerator,
+#                                  NAP resourceType, ComputeClass gpu.type); None: not on GKE
+#   gke_machine_family             Compute Engine machine family (cloud.google.com/machine-family)
+#   gke_gpu_counts                 GPUs per VM that the machine family offers for this accelerator
 GPU_TYPES = {
-    "t4": {"arch": "turing", "memory_gib": 16, "eks_families": ["g4dn"],
-           "gke_accelerator": "nvidia-tesla-t4", "gke_machine_family": "n1"},
-    "v100": {"arch": "volta", "memory_gib": 16, "eks_families": ["p3"],
-             "gke_accelerator": "nvidia-tesla-v100", "gke_machine_family": "n1"},
-    "a10g": {"arch": "ampere", "memory_gib": 24, "eks_families": ["g5"],
-             "gke_accelerator": None, "gke_machine_family": None},
-    "l4": {"arch": "ada", "memory_gib": 24, "eks_families": ["g6"],
-           "gke_accelerator": "nvidia-l4", "gke_machine_family": "g2"},
-    "l40s": {"arch": "ada", "memory_gib": 48, "eks_families": ["g6e"],
-             "gke_accelerator": None, "gke_machine_family": None},
-    "a100-40gb": {"arch": "ampere", "memory_gib": 40, "eks_families": ["p4d"],
-                  "gke_accelerator": "nvidia-tesla-a100", "gke_machine_family": "a2"},
-    "a100-80gb": {"arch": "ampere", "memory_gib": 80, "eks_families": ["p4de"],
-                  "gke_accelerator": "nvidia-a100-80gb", "gke_machine_family": "a2"},
-    "h100-80gb": {"arch": "hopper", "memory_gib": 80, "eks_families": ["p5"],
-                  "gke_accelerator": "nvidia-h100-80gb", "gke_machine_family": "a3"},
-    "h200-141gb": {"arch": "hopper", "memory_gib": 141, "eks_families": ["p5e", "p5en"],
-                   "gke_accelerator": "nvidia-h200-141gb", "gke_machine_family": "a3"},
-    "b200": {"arch": "blackwell", "memory_gib": 180, "eks_families": ["p6-b200"],
-             "gke_accelerator": "nvidia-b200", "gke_machine_family": "a4"},
+    "t4": {"arch": "turing", "memory_gib": 16,
+           "eks_families": ["g4dn"], "eks_gpu_name": "t4", "eks_gpu_counts": [1, 4, 8],
+           "gke_accelerator": "nvidia-tesla-t4", "gke_machine_family": "n1", "gke_gpu_counts": [1, 2, 4]},
+    "v100": {"arch": "volta", "memory_gib": 16,
+             "eks_families": ["p3", "p3dn"], "eks_gpu_name": "v100", "eks_gpu_counts": [1, 4, 8],
+             "gke_accelerator": "nvidia-tesla-v100", "gke_machine_family": "n1", "gke_gpu_counts": [1, 2, 4, 8]},
+    "a10g": {"arch": "ampere", "memory_gib": 24,
+             "eks_families": ["g5"], "eks_gpu_name": "a10g", "eks_gpu_counts": [1, 4, 8],
+             "gke_accelerator": None, "gke_machine_family": None, "gke_gpu_counts": []},
+    "l4": {"arch": "ada", "memory_gib": 24,
+           "eks_families": ["g6"], "eks_gpu_name": "l4", "eks_gpu_counts": [1, 4, 8],
+           "gke_accelerator": "nvidia-l4", "gke_machine_family": "g2", "gke_gpu_counts": [1, 2, 4, 8]},
+    "l40s": {"arch": "ada", "memory_gib": 48,
+             "eks_families": ["g6e"], "eks_gpu_name": "l40s", "eks_gpu_counts": [1, 4, 8],
+             "gke_accelerator": None, "gke_machine_family": None, "gke_gpu_counts": []},
+    "a100-40gb": {"arch": "ampere", "memory_gib": 40,
+                  "eks_families": ["p4d"], "eks_gpu_name": "a100", "eks_gpu_counts": [8],
+                  "gke_accelerator": "nvidia-tesla-a100", "gke_machine_family": "a2",
+                  "gke_gpu_counts": [1, 2, 4, 8, 16]},
+    "a100-80gb": {"arch": "ampere", "memory_gib": 80,
+                  "eks_families": ["p4de"], "eks_gpu_name": "a100", "eks_gpu_counts": [8],
+                  "gke_accelerator": "nvidia-a100-80gb", "gke_machine_family": "a2", "gke_gpu_counts": [1, 2, 4, 8]},
+    "h100-80gb": {"arch": "hopper", "memory_gib": 80,
+                  "eks_families": ["p5"], "eks_gpu_name": "h100", "eks_gpu_counts": [1, 8],
+                  "gke_accelerator": "nvidia-h100-80gb", "gke_machine_family": "a3", "gke_gpu_counts": [1, 2, 4, 8]},
+    "h200-141gb": {"arch": "hopper", "memory_gib": 141,
+                   "eks_families": ["p5e", "p5en"], "eks_gpu_name": "h200", "eks_gpu_counts": [8],
+                   "gke_accelerator": "nvidia-h200-141gb", "gke_machine_family": "a3", "gke_gpu_counts": [8]},
+    "b200": {"arch": "blackwell", "memory_gib": 180,
+             "eks_families": ["p6-b200"], "eks_gpu_name": "b200", "eks_gpu_counts": [8],
+             "gke_accelerator": "nvidia-b200", "gke_machine_family": "a4", "gke_gpu_counts": [8]},
 }
+
+GPU_MANUFACTURER = "nvidia"
+# The GKE platforms share GKE's accelerator names; self-managed clusters take any GPU type.
+GKE_PLATFORMS = ("gke", "gke-autopilot")
+
+
+def offered_on(gpu_type, platform):
+    """True when ``gpu_type`` can be provisioned on ``platform`` (self-managed: always)."""
+    facts = GPU_TYPES.get(gpu_type)
+    if facts is None:
+        return False
+    if platform == "eks":
+        return bool(facts["eks_families"])
+    if platform in GKE_PLATFORMS:
+        return facts["gke_accelerator"] is not None
+    return True
+
+
+def types_on(platform):
+    return sorted(name for name in GPU_TYPES if offered_on(name, platform))
+
+
+def gpu_counts_on(gpu_type, platform):
+    """GPUs per node the cloud offers for ``gpu_type``; None where any count is possible."""
+    facts = GPU_TYPES[gpu_type]
+    if platform == "eks":
+        return list(facts["eks_gpu_counts"])
+    if platform in GKE_PLATFORMS:
+        return list(facts["gke_gpu_counts"])
+    return None
+
+
+def gke_accelerators():
+    return sorted(f["gke_accelerator"] for f in GPU_TYPES.values() if f["gke_accelerator"])
+
 
 # MIG is available on these (A100, H100, H200, B200 class)
 MIG_CAPABLE = ("a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb", "b200")

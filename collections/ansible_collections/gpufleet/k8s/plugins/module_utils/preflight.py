@@ -12,11 +12,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import upgrade_plan
+from ansible_collections.gpufleet.k8s.plugins.module_utils import pools_check
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import validate_inventory
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
 CHECKS.append(upgrade_plan.check)
+CHECKS.append(pools_check.check)
 
 
 def run_preflight(params):

@@ -47,6 +47,13 @@ POOL_DEFAULTS = {
     "max_pods": 110,
     "consolidate_after": "30m",
     "sharing": {"mode": "none"},
+    # provisioning (issue 6): checked in pools_check.py
+    "max_cpu": None,
+    "max_memory_gb": None,
+    "weight": None,
+    "expire_after": "720h",
+    "compute_class": False,
+    "ami_selector_terms": None,
 }
 
 

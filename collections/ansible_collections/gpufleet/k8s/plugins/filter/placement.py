@@ -1,0 +1,44 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+"""Jinja2 filters: pod placement for a GPU pool, and example workloads per pool."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import example_jobs, placement
+from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
+
+
+def gpu_pod_placement(pool, platform, gpus=None):
+    """Pod spec fragment {resources, affinity|nodeSelector, tolerations} for ``pool`` on ``platform``.
+
+    Example: ``{{ pool | gpufleet.k8s.gpu_pod_placement('gke') }}``; ``gpus`` overrides the count.
+    """
+    try:
+        return placement(normalize_pool(pool), platform, gpus)
+    except GpufleetError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+def gpu_pool_examples(pools, platform, image, namespace):
+    """A Namespace and one CUDA sample Job per pool, placed with ``gpu_pod_placement``."""
+    try:
+        jobs = example_jobs([normalize_pool(p) for p in pools], platform, image, namespace)
+    except GpufleetError as exc:
+        raise AnsibleFilterError(exc.msg)
+    ns = {"apiVersion": "v1", "kind": "Namespace",
+          "metadata": {"name": namespace, "labels": {"app.kubernetes.io/managed-by": "gpufleet"}}}
+    return [ns] + jobs
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "gpu_pod_placement": gpu_pod_placement,
+            "gpu_pool_examples": gpu_pool_examples,
+        }

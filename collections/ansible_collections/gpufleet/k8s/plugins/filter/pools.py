@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+"""Jinja2 filters: provisioning objects of the GPU pools (Karpenter v1, GKE NAP / ComputeClass)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.gke import (
+    AUTOPILOT_NOTE, compute_classes, nap_command, nap_config)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import karpenter_objects
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools_check import nap_enabled, resolve_settings
+from ansible_collections.gpufleet.k8s.plugins.module_utils.render import dump_yaml
+
+
+def _plain(value):
+    """Ansible's tagged strings and lazy containers -> plain JSON types (for yaml.safe_dump)."""
+    return json.loads(json.dumps(value))
+
+
+def gpu_pools_settings(values):
+    """gpu_pools_* variables ({name: value}) -> settings with every default filled in."""
+    return resolve_settings(_plain(values))
+
+
+def gpu_pools_karpenter(plan, values):
+    return karpenter_objects(plan["pools"], resolve_settings(values), plan["cluster_name"])
+
+
+def gpu_pools_compute_classes(plan, values):
+    return compute_classes(plan["pools"], resolve_settings(values))
+
+
+def gpu_pools_nap_enabled(plan, values):
+    return nap_enabled(plan["platform"], resolve_settings(values))
+
+
+def gpu_pools_nap_yaml(plan, values):
+    """The NAP config file's text (deterministic YAML)."""
+    return "# Rendered by gpufleet for cluster %s; do not edit by hand.\n" % plan["cluster_name"] + \
+        dump_yaml(_plain(nap_config(plan["pools"], resolve_settings(values), plan["platform"])))
+
+
+def gpu_pools_nap_command(plan, values, config_path):
+    return nap_command(plan["cluster_name"], config_path, plan, resolve_settings(values))
+
+
+def gpu_pools_summary(plan, values):
+    """One line per platform saying what the provision stage manages."""
+    platform = plan["platform"]
+    settings = resolve_settings(values)
+    if platform == "gke-autopilot":
+        return AUTOPILOT_NOTE
+    if platform == "eks":
+        return ("EKS: Karpenter v1 EC2NodeClass + NodePool per pool (%s), AMI from %s" % (
+            ", ".join(p["name"] for p in plan["pools"]),
+            "the pool/inventory amiSelectorTerms" if settings["eks_ami_selector_terms"]
+            else "the AL2023 NVIDIA SSM parameter for Kubernetes %s" % settings["eks_kubernetes_version"]))
+    if platform == "gke":
+        classes = [p["name"] for p in plan["pools"] if p.get("compute_class")]
+        return "GKE Standard: %s; ComputeClass for: %s" % (
+            "node auto-provisioning config file" if nap_enabled(platform, settings)
+            else "no node auto-provisioning file (gpu_pools_gke_nap: disabled)", ", ".join(classes) or "none")
+    return ("%s (self-managed): labels gpufleet.io/pool + nvidia.com/device-plugin.config and the pool taints "
+            "on the nodes of each pool's inventory group, by server-side apply (field manager gpufleet)"
+            % platform)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "gpu_pools_settings": gpu_pools_settings,
+            "gpu_pools_karpenter": gpu_pools_karpenter,
+            "gpu_pools_compute_classes": gpu_pools_compute_classes,
+            "gpu_pools_nap_enabled": gpu_pools_nap_enabled,
+            "gpu_pools_nap_yaml": gpu_pools_nap_yaml,
+            "gpu_pools_nap_command": gpu_pools_nap_command,
+            "gpu_pools_summary": gpu_pools_summary,
+        }

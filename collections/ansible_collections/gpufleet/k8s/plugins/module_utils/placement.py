@@ -1,0 +1,136 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+"""Pod placement for a GPU pool: the resource to ask for, where to land, which taints to tolerate.
+
+``placement(pool, platform)`` returns a fragment ``{resources, affinity | nodeSelector,
+tolerations}``: ``resources`` belongs in the container, the rest in the pod spec. GPUs are
+requested as limits only (extended resources need no request). Node labels per platform:
+GKE ``cloud.google.com/machine-family``, ``cloud.google.com/gke-accelerator``,
+``cloud.google.com/gke-spot`` (spot nodes carry the taint ``cloud.google.com/gke-spot=true:
+NoSchedule``); EKS Karpenter ``karpenter.k8s.aws/instance-family``,
+``karpenter.k8s.aws/instance-gpu-name``, ``karpenter.sh/capacity-type``; self-managed
+``gpufleet.io/pool``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import GPU_TYPES
+from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import POOL_LABEL
+
+GPU_RESOURCE = "nvidia.com/gpu"
+SHARED_RESOURCE = "nvidia.com/gpu.shared"
+GKE_SPOT_TOLERATION = {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true",
+                       "effect": "NoSchedule"}
+COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"
+
+
+def resource_name(pool):
+    """The extended resource a pod of this pool asks for, per the pool's sharing mode."""
+    sharing = pool.get("sharing") or {"mode": "none"}
+    mode = sharing.get("mode", "none")
+    if mode == "mig" and sharing.get("mig_strategy") == "mixed":
+        profile = sharing.get("mig_profile")
+        if not profile:
+            raise GpufleetError("pool %s: MIG mixed strategy needs sharing.mig_profile (e.g. 1g.10gb) to name "
+                                "the resource nvidia.com/mig-<profile>" % pool.get("name"))
+        return "nvidia.com/mig-%s" % profile
+    if mode in ("time-slicing", "mps") and sharing.get("rename_by_default"):
+        return SHARED_RESOURCE
+    return GPU_RESOURCE
+
+
+def default_count(pool):
+    """Whole pools ask for a full node's GPUs; shared and MIG pools for one slice."""
+    mode = (pool.get("sharing") or {}).get("mode", "none")
+    return pool["gpus_per_node"] if mode == "none" else 1
+
+
+def _expr(key, values):
+    return {"key": key, "operator": "In", "values": [str(v) for v in values]}
+
+
+def _node_expressions(pool, platform):
+    facts = GPU_TYPES[pool["gpu_type"]]
+    caps = pool.get("capacity_types") or ["on-demand"]
+    if platform == "gke":
+        exprs = [_expr("cloud.google.com/machine-family", [facts["gke_machine_family"]]),
+                 _expr("cloud.google.com/gke-accelerator", [facts["gke_accelerator"]])]
+        if caps == ["spot"]:
+            exprs.append(_expr("cloud.google.com/gke-spot", ["true"]))
+        return exprs
+    if platform == "eks":
+        return [_expr("karpenter.k8s.aws/instance-family", facts["eks_families"]),
+                _expr("karpenter.k8s.aws/instance-gpu-name", [facts["eks_gpu_name"]]),
+                _expr("karpenter.sh/capacity-type", caps)]
+    return [_expr(POOL_LABEL, [pool["name"]])]
+
+
+def _tolerations(pool, platform):
+    out = []
+    for taint in pool.get("taints") or []:
+        item = {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}
+        if item not in out:
+            out.append(item)
+    if platform in ("gke", "gke-autopilot") and "spot" in (pool.get("capacity_types") or []):
+        out.append(dict(GKE_SPOT_TOLERATION))
+    if platform in ("gke", "gke-autopilot") and pool.get("compute_class"):
+        out.append({"key": COMPUTE_CLASS_LABEL, "operator": "Equal", "value": pool["name"], "effect": "NoSchedule"})
+    return out
+
+
+def placement(pool, platform, gpus=None):
+    """Pod spec fragment for ``pool`` on ``platform`` (see the module docstring)."""
+    if pool.get("gpu_type") not in GPU_TYPES:
+        raise GpufleetError("pool %s: unknown gpu_type %r" % (pool.get("name"), pool.get("gpu_type")))
+    count = default_count(pool) if gpus is None else gpus
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise GpufleetError("gpus must be an integer >= 1, got %r" % (count,))
+    out = {"resources": {"limits": {resource_name(pool): count}}}
+    facts = GPU_TYPES[pool["gpu_type"]]
+    if pool.get("compute_class") and platform in ("gke", "gke-autopilot"):
+        # a ComputeClass carries the hardware choice; other hard selectors would fight it
+        out["nodeSelector"] = {COMPUTE_CLASS_LABEL: pool["name"]}
+    elif platform == "gke-autopilot":
+        selector = {"cloud.google.com/gke-accelerator": facts["gke_accelerator"]}
+        if pool.get("capacity_types") == ["spot"]:
+            selector["cloud.google.com/gke-spot"] = "true"
+        out["nodeSelector"] = selector
+    else:
+        out["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": _node_expressions(pool, platform)}]}}}
+    tolerations = _tolerations(pool, platform)
+    if tolerations:
+        out["tolerations"] = tolerations
+    return out
+
+
+def example_job(pool, platform, image, namespace):
+    """A Job running the CUDA vectorAdd sample on one pool (rendered, never applied)."""
+    frag = placement(pool, platform)
+    pod_spec = {
+        "restartPolicy": "Never",
+        "containers": [{
+            "name": "cuda-vectoradd",
+            "image": image,
+            "resources": frag["resources"],
+            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        }],
+    }
+    for key in ("affinity", "nodeSelector", "tolerations"):
+        if key in frag:
+            pod_spec[key] = frag[key]
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "gpu-example-%s" % pool["name"], "namespace": namespace,
+                     "labels": {"app.kubernetes.io/managed-by": "gpufleet", POOL_LABEL: pool["name"]}},
+        "spec": {"backoffLimit": 0, "ttlSecondsAfterFinished": 3600,
+                 "template": {"metadata": {"labels": {POOL_LABEL: pool["name"]}}, "spec": pod_spec}},
+    }
+
+
+def example_jobs(pools, platform, image, namespace):
+    return [example_job(p, platform, image, namespace) for p in pools]

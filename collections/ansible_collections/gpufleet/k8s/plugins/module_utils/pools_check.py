@@ -1,0 +1,336 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+"""Provisioning rules for GPU pools: what each platform can provision, and its settings.
+
+``spec.validate_pools`` checks the shape of a pool; this module checks it against the platform
+(GPU type offered on that cloud, GPUs per node the instance family offers, zones in one region,
+spot where spot exists) and the cluster-wide ``gpu_pools_*`` settings (EKS node class, GKE node
+auto-provisioning, Karpenter migration files). ``check`` is registered in preflight;
+``resolve_settings`` gives the roles and filters the same defaults.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import os
+import re
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, one_of
+from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import (
+    GKE_PLATFORMS, gpu_counts_on, offered_on, types_on)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import (
+    CLOUD_PLATFORMS, DURATION, POOL_DEFAULTS, POOLS_VAR)
+
+SETTINGS_PREFIX = "gpu_pools_"
+# Cluster-wide provisioning settings (variables gpu_pools_<key>); equal to roles/gpu_pools/defaults.
+SETTINGS_DEFAULTS = {
+    "state": "present",
+    "region": "",
+    "eks_kubernetes_version": "1.33",
+    "eks_node_role": "",
+    "eks_ami_family": "AL2023",
+    "eks_ami_selector_terms": [],
+    "eks_subnet_selector_terms": [],
+    "eks_security_group_selector_terms": [],
+    "eks_volume_type": "gp3",
+    "gke_nap": "auto",
+    "gke_nap_cpu_min": 0,
+    "gke_nap_cpu_max": 1024,
+    "gke_nap_memory_gb_min": 0,
+    "gke_nap_memory_gb_max": 8192,
+    "gke_image_type": "COS_CONTAINERD",
+    "gke_disk_type": "pd-balanced",
+    "gke_auto_repair": True,
+    "gke_auto_upgrade": True,
+    "gke_secure_boot": True,
+    "gke_integrity_monitoring": True,
+    "gke_project": "",
+    "gcloud_command": "gcloud",
+    "karpenter_migrate_files": [],
+    "examples": True,
+    "example_image": "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
+    "example_namespace": "gpufleet-examples",
+}
+
+GKE_NAP_MODES = ("auto", "enabled", "disabled")
+# NAP imageType / diskType values documented for auto-provisioned node pools
+GKE_IMAGE_TYPES = ("COS_CONTAINERD", "UBUNTU_CONTAINERD")
+GKE_DISK_TYPES = ("pd-standard", "pd-balanced", "pd-ssd")
+EKS_AMI_FAMILIES = ("AL2023", "Bottlerocket")
+EKS_VOLUME_TYPES = ("gp3", "gp2", "io1", "io2")
+AMI_TERM_KEYS = ("alias", "id", "name", "owner", "ssmParameter", "tags")
+SELECTOR_TERM_KEYS = ("id", "name", "tags")
+
+EKS_ZONE = re.compile(r"^(?P<region>[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]+)(?P<zone>[a-z])$")
+GKE_ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+[0-9]+)-(?P<zone>[a-z])$")
+EKS_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]+$")
+GKE_REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
+K8S_MINOR = re.compile(r"^1\.[0-9]{2}$")
+POOL_KEYS = tuple(sorted(set(POOL_DEFAULTS) | {"name", "gpu_type", "taints"}))
+
+
+def resolve_settings(values):
+    """Settings with defaults filled in. ``values``: {gpu_pools_<key> or <key>: value}."""
+    out = copy.deepcopy(SETTINGS_DEFAULTS)
+    for key, value in (values or {}).items():
+        short = key[len(SETTINGS_PREFIX):] if key.startswith(SETTINGS_PREFIX) else key
+        if short in out:
+            out[short] = copy.deepcopy(value)
+    return out
+
+
+def zone_region(zone, platform):
+    """Region of a zone name, or None when the name is not a zone of that cloud."""
+    pattern = EKS_ZONE if platform == "eks" else GKE_ZONE
+    match = pattern.match(zone) if isinstance(zone, str) else None
+    return match.group("region") if match else None
+
+
+def spread_zones(pools):
+    """Every zone of every pool, first preference first, without repeats."""
+    out = []
+    for pool in pools:
+        for zone in pool.get("zones") or []:
+            if zone not in out:
+                out.append(zone)
+    return out
+
+
+def cluster_region(plan, settings):
+    """The configured region, else the region of the first zone of the first pool."""
+    if settings.get("region"):
+        return settings["region"]
+    for zone in spread_zones(plan.get("pools") or []):
+        region = zone_region(zone, plan.get("platform"))
+        if region:
+            return region
+    return ""
+
+
+def pool_gpu_limit(pool):
+    """The most GPUs a pool may hold: max_gpus, else max_nodes x gpus_per_node; None: unbounded."""
+    if pool.get("max_gpus") is not None:
+        return pool["max_gpus"]
+    if pool.get("max_nodes") is not None:
+        return pool["max_nodes"] * pool["gpus_per_node"]
+    return None
+
+
+def nap_enabled(platform, settings):
+    mode = settings.get("gke_nap")
+    return platform == "gke" and mode in ("auto", "enabled")
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _cloud_name(platform):
+    return {"eks": "EKS", "gke": "GKE", "gke-autopilot": "GKE Autopilot"}.get(platform, platform)
+
+
+def _check_terms(var, terms, keys, problems, gpu=False):
+    if not isinstance(terms, list):
+        problems.error(var, "must be a list of selector terms (mappings with %s)" % one_of(keys))
+        return
+    for i, term in enumerate(terms):
+        tvar = "%s[%d]" % (var, i)
+        if not isinstance(term, dict) or not term:
+            problems.error(tvar, "must be a non-empty mapping with %s" % one_of(keys))
+            continue
+        unknown = sorted(set(term) - set(keys))
+        if unknown:
+            problems.error(tvar, "unknown key(s) %s; use %s" % (", ".join(unknown), one_of(keys)))
+        if gpu and "alias" in term:
+            problems.error(tvar + ".alias", "%r is refused for GPU pools: gpufleet names the NVIDIA accelerated "
+                           "AMI explicitly instead of an alias (an alias names an AMI family, e.g. the "
+                           "standard AL2023 AMI, and leaves the GPU variant to Karpenter's resolution at "
+                           "launch); use one of: ssmParameter (e.g. /aws/service/eks/optimized-ami/<k8s>/"
+                           "amazon-linux-2023/x86_64/nvidia/recommended/image_id), id, name, tags"
+                           % (term["alias"],))
+
+
+def _check_zones(var, pool, platform, region, problems):
+    zones = pool.get("zones")
+    if not isinstance(zones, list) or not zones:
+        problems.error(var + ".zones", "is empty; %s pools need at least one zone; use a list in preference order "
+                       "(several zones spread the GPU quota), e.g. %s" % (
+                           _cloud_name(platform),
+                           "[us-east-1a, us-east-1b]" if platform == "eks" else "[us-central1-a, us-central1-b]"))
+        return
+    seen = set()
+    for j, zone in enumerate(zones):
+        zvar = "%s.zones[%d]" % (var, j)
+        zr = zone_region(zone, platform)
+        if zr is None:
+            problems.error(zvar, "%r is not a %s zone name; use one of: %s" % (
+                zone, _cloud_name(platform),
+                "<region><letter> such as us-east-1a" if platform == "eks" else "<region>-<letter> such as us-central1-a"))
+        elif region and zr != region:
+            problems.error(zvar, "%r is not in region %s; use one of: zones of %s (a cluster lives in one region)"
+                           % (zone, region, region))
+        if zone in seen:
+            problems.error(zvar, "%r is listed twice; use each zone once, in preference order" % (zone,))
+        seen.add(zone)
+
+
+def _check_pool(var, pool, platform, region, problems):
+    unknown = sorted(set(pool) - set(POOL_KEYS))
+    if unknown:
+        problems.error(var, "unknown key(s) %s; use %s" % (", ".join(unknown), one_of(POOL_KEYS)))
+    gpu_type = pool["gpu_type"]
+    gpn = pool["gpus_per_node"]
+    if not offered_on(gpu_type, platform):
+        problems.error(var + ".gpu_type", "%r is not offered on %s; use %s" % (
+            gpu_type, _cloud_name(platform), one_of(types_on(platform))))
+    else:
+        counts = gpu_counts_on(gpu_type, platform)
+        if counts is not None and gpn not in counts:
+            problems.error(var + ".gpus_per_node", "%d is not offered for %s on %s; use %s" % (
+                gpn, gpu_type, _cloud_name(platform), one_of(counts)))
+    max_gpus = pool.get("max_gpus")
+    if _is_int(max_gpus) and max_gpus < gpn:
+        problems.error(var + ".max_gpus", "%d is below gpus_per_node %d, so no node could ever start; use an "
+                       "integer >= %d" % (max_gpus, gpn, gpn))
+    caps = pool["capacity_types"]
+    if platform in CLOUD_PLATFORMS:
+        _check_zones(var, pool, platform, region, problems)
+        if pool.get("max_nodes") is None and max_gpus is None:
+            problems.error(var + ".max_nodes", "a cloud pool needs max_nodes or max_gpus (the GPU limit of the "
+                           "provisioner); use an integer >= 1")
+    else:
+        if caps == ["spot"]:
+            problems.error(var + ".capacity_types", "%r: %s has no spot capacity; use one of: [on-demand]"
+                           % (caps, platform))
+        elif "spot" in caps:
+            problems.warn(var + ".capacity_types", "spot is ignored on %s (self-managed nodes)" % platform)
+        if pool.get("zones"):
+            problems.warn(var + ".zones", "zones are ignored on %s (self-managed nodes)" % platform)
+    weight = pool.get("weight")
+    if weight is not None and (not _is_int(weight) or not 1 <= weight <= 100):
+        problems.error(var + ".weight", "%r is not allowed; use an integer from 1 to 100 (Karpenter NodePool "
+                       "weight; higher is tried first)" % (weight,))
+    expire = pool.get("expire_after")
+    if not isinstance(expire, str) or not DURATION.match(expire):
+        problems.error(var + ".expire_after", "%r is not a duration; use e.g. 720h or Never" % (expire,))
+    cc = pool.get("compute_class")
+    if not isinstance(cc, bool):
+        problems.error(var + ".compute_class", "%r is not allowed; use one of: true, false" % (cc,))
+    elif cc and platform not in GKE_PLATFORMS:
+        problems.error(var + ".compute_class", "true is only possible on GKE; use one of: false "
+                       "(platform %s)" % platform)
+    for key in ("max_cpu", "max_memory_gb"):
+        val = pool.get(key)
+        if val is not None and (not _is_int(val) or val < 1):
+            problems.error(var + "." + key, "%r is not allowed; use an integer >= 1 or null" % (val,))
+    disk = pool.get("disk_size_gb")
+    if not _is_int(disk) or not 10 <= disk <= 65536:
+        problems.error(var + ".disk_size_gb", "%r is not allowed; use an integer from 10 to 65536" % (disk,))
+    max_pods = pool.get("max_pods")
+    top = 256 if platform in GKE_PLATFORMS else 1000
+    if not _is_int(max_pods) or not 1 <= max_pods <= top:
+        problems.error(var + ".max_pods", "%r is not allowed; use an integer from 1 to %d" % (max_pods, top))
+    if pool.get("ami_selector_terms") is not None:
+        if platform != "eks":
+            problems.error(var + ".ami_selector_terms", "is only used on eks; use one of: null")
+        else:
+            _check_terms(var + ".ami_selector_terms", pool["ami_selector_terms"], AMI_TERM_KEYS, problems, gpu=True)
+    if platform == "eks" and caps == ["on-demand", "spot"]:
+        problems.warn(var + ".capacity_types", "Karpenter tries spot first whenever a NodePool allows both; to "
+                      "prefer on-demand, split the pool in two and give the on-demand one the higher weight")
+    if platform in GKE_PLATFORMS and pool.get("taints") and \
+            any(t.get("key") != "nvidia.com/gpu" for t in pool["taints"] if isinstance(t, dict)):
+        problems.warn(var + ".taints", "GKE puts its own nvidia.com/gpu taint on GPU nodes it creates; other "
+                      "taints of the pool are not applied there (pods still get tolerations for them)")
+    if platform == "gke-autopilot" and pool["sharing"].get("mode") in ("time-slicing", "mps", "mig"):
+        problems.warn(var + ".sharing", "on GKE Autopilot GPU sharing is configured by GKE, not by gpufleet's "
+                      "device-plugin config")
+
+
+def _check_settings(platform, settings, problems):
+    mode = settings["gke_nap"]
+    if mode not in GKE_NAP_MODES:
+        problems.error("gpu_pools_gke_nap", "%r is not allowed; use %s" % (mode, one_of(GKE_NAP_MODES)))
+    elif mode == "enabled" and platform == "gke-autopilot":
+        problems.error("gpu_pools_gke_nap", "Autopilot has no node auto-provisioning config file (Google "
+                       "manages its nodes); use one of: auto, disabled")
+    elif mode == "enabled" and platform != "gke":
+        problems.error("gpu_pools_gke_nap", "node auto-provisioning exists only on GKE Standard (platform %s); "
+                       "use one of: auto, disabled" % platform)
+    for key, allowed in (("gke_image_type", GKE_IMAGE_TYPES), ("gke_disk_type", GKE_DISK_TYPES),
+                         ("eks_ami_family", EKS_AMI_FAMILIES), ("eks_volume_type", EKS_VOLUME_TYPES)):
+        if settings[key] not in allowed:
+            problems.error(SETTINGS_PREFIX + key, "%r is not allowed; use %s" % (settings[key], one_of(allowed)))
+    for low, high in (("gke_nap_cpu_min", "gke_nap_cpu_max"), ("gke_nap_memory_gb_min", "gke_nap_memory_gb_max")):
+        lo, hi = settings[low], settings[high]
+        if not _is_int(lo) or lo < 0:
+            problems.error(SETTINGS_PREFIX + low, "%r is not allowed; use an integer >= 0" % (lo,))
+        if not _is_int(hi) or hi < 1:
+            problems.error(SETTINGS_PREFIX + high, "%r is not allowed; use an integer >= 1" % (hi,))
+        elif _is_int(lo) and hi < lo:
+            problems.error(SETTINGS_PREFIX + high, "%d is below %s%s %d; use an integer >= %d"
+                           % (hi, SETTINGS_PREFIX, low, lo, lo))
+    for key in ("gke_auto_repair", "gke_auto_upgrade", "gke_secure_boot", "gke_integrity_monitoring", "examples"):
+        if not isinstance(settings[key], bool):
+            problems.error(SETTINGS_PREFIX + key, "%r is not allowed; use one of: true, false" % (settings[key],))
+    version = settings["eks_kubernetes_version"]
+    if platform == "eks" and (not isinstance(version, str) or not K8S_MINOR.match(version)):
+        problems.error("gpu_pools_eks_kubernetes_version", "%r is not allowed; use a quoted minor version such "
+                       "as \"1.33\" (it names the NVIDIA AMI's SSM parameter)" % (version,))
+    region = settings["region"]
+    if region and platform in CLOUD_PLATFORMS:
+        pattern = EKS_REGION if platform == "eks" else GKE_REGION
+        if not isinstance(region, str) or not pattern.match(region):
+            problems.error("gpu_pools_region", "%r is not a %s region name; use one of: %s" % (
+                region, _cloud_name(platform), "us-east-1, eu-west-1, ..." if platform == "eks"
+                else "us-central1, europe-west4, ..."))
+    if platform == "eks":
+        _check_terms("gpu_pools_eks_ami_selector_terms", settings["eks_ami_selector_terms"], AMI_TERM_KEYS,
+                     problems, gpu=True)
+        _check_terms("gpu_pools_eks_subnet_selector_terms", settings["eks_subnet_selector_terms"],
+                     SELECTOR_TERM_KEYS, problems)
+        _check_terms("gpu_pools_eks_security_group_selector_terms",
+                     settings["eks_security_group_selector_terms"], SELECTOR_TERM_KEYS, problems)
+    image = settings["example_image"]
+    if not isinstance(image, str) or ":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest"):
+        problems.error("gpu_pools_example_image", "%r is not pinned; use an image with a fixed tag or digest, "
+                       "e.g. nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0" % (image,))
+
+
+def _check_migrate_files(platform, settings, problems):
+    # imported here: karpenter imports this module's helpers
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import load_v1alpha5, migrate
+    files = settings["karpenter_migrate_files"]
+    if not isinstance(files, list):
+        problems.error("gpu_pools_karpenter_migrate_files", "must be a list of paths to v1alpha5 Provisioner "
+                       "YAML files")
+        return
+    if files and platform != "eks":
+        problems.error("gpu_pools_karpenter_migrate_files", "Karpenter exists only on eks (platform %s); "
+                       "use one of: []" % platform)
+        return
+    for i, path in enumerate(files):
+        var = "gpu_pools_karpenter_migrate_files[%d]" % i
+        if not isinstance(path, str) or not os.path.isfile(path):
+            problems.error(var, "%r is not a readable file; use one of: paths to karpenter.sh/v1alpha5 "
+                           "Provisioner YAML files" % (path,))
+            continue
+        try:
+            migrate(load_v1alpha5(path))
+        except GpufleetError as exc:
+            problems.error(var, "%s: %s" % (path, exc.msg))
+
+
+def check(params, plan, problems):
+    """Preflight check: pools against their platform, and the gpu_pools_* settings."""
+    platform = plan.get("platform")
+    extra = params.get("extra") or {}
+    settings = resolve_settings({k: v for k, v in extra.items() if k.startswith(SETTINGS_PREFIX)})
+    _check_settings(platform, settings, problems)
+    region = cluster_region(plan, settings) if platform in CLOUD_PLATFORMS else ""
+    for i, pool in enumerate(plan.get("pools") or []):
+        _check_pool("%s[%d]" % (POOLS_VAR, i), pool, platform, region, problems)
+    _check_migrate_files(platform, settings, problems)

@@ -1,0 +1,141 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: karpenter_migrate
+short_description: Convert Karpenter v1alpha5 Provisioners into v1 NodePools and EC2NodeClasses
+version_added: "0.1.0"
+description:
+  - Reads a YAML file with C(karpenter.sh/v1alpha5) Provisioners (and optionally the
+    C(karpenter.k8s.aws/v1alpha1) AWSNodeTemplates they refer to) and returns the equivalent
+    C(karpenter.sh/v1) NodePools and C(karpenter.k8s.aws/v1) EC2NodeClasses.
+  - Also returns what changed (for example C(ttlSecondsAfterEmpty) -> C(consolidationPolicy WhenEmpty)
+    + C(consolidateAfter), C(providerRef) -> C(nodeClassRef), C(kubeletConfiguration.maxPods) ->
+    EC2NodeClass C(kubelet.maxPods), C(limits.resources.cpu) -> C(limits.cpu)) and what needs the
+    user's input (IAM role, subnets, AMI pinning).
+  - With I(dest), writes the objects as one YAML file each plus C(MIGRATION.md) into I(dest),
+    deterministically (a re-run reports no change). Nothing is applied to a cluster.
+author:
+  - gpufleet maintainers
+options:
+  src:
+    description: Path of the v1alpha5 YAML file.
+    type: path
+    required: true
+  dest:
+    description: Directory to write the v1 objects and C(MIGRATION.md) into; omitted writes nothing.
+    type: path
+  kubernetes_version:
+    description: Kubernetes minor version used in the NVIDIA AMI's SSM parameter name for GPU pools.
+    type: str
+    default: "1.33"
+  cluster_name:
+    description: Cluster name for the C(karpenter.sh/discovery) selector terms and the guessed node role.
+    type: str
+    default: ""
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Convert the old Provisioners and write the v1 objects next to them
+  gpufleet.k8s.karpenter_migrate:
+    src: karpenter/provisioners-v1alpha5.yaml
+    dest: build/karpenter-v1
+    kubernetes_version: "1.33"
+    cluster_name: ml-prod
+  register: migration
+
+- name: Show what needs a decision
+  ansible.builtin.debug:
+    var: migration.needs_input
+"""
+
+RETURN = r"""
+objects:
+  description: EC2NodeClasses then NodePools (karpenter v1).
+  returned: always
+  type: list
+  elements: dict
+changes:
+  description: Every field that moved or changed meaning, one line each.
+  returned: always
+  type: list
+  elements: str
+  sample: ["Provisioner gpu: ttlSecondsAfterEmpty: 30 -> disruption {consolidationPolicy: WhenEmpty, consolidateAfter: 30s}"]
+needs_input:
+  description: What the migration could not decide alone.
+  returned: always
+  type: list
+  elements: str
+written:
+  description: Files written (or that would be written in check mode) under I(dest).
+  returned: always
+  type: list
+  elements: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import load_v1alpha5, migrate, migration_notes
+from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, plan_render
+
+
+def argspec():
+    return dict(
+        src=dict(type="path", required=True),
+        dest=dict(type="path"),
+        kubernetes_version=dict(type="str", default="1.33"),
+        cluster_name=dict(type="str", default=""),
+    )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    params = module.params
+    try:
+        objects, changes, needs_input = migrate(load_v1alpha5(params["src"]), params["kubernetes_version"],
+                                                params["cluster_name"])
+    except GpufleetError as exc:
+        module.fail_json(msg="%s: %s" % (params["src"], exc.msg))
+    result = dict(changed=False, objects=objects, changes=changes, needs_input=needs_input, written=[])
+    dest = params["dest"]
+    if dest:
+        header = "# Migrated by gpufleet from %s; review MIGRATION.md.\n" % os.path.basename(params["src"])
+        _wanted, writes, removes = plan_render(dest, objects, header)
+        notes_path = os.path.join(dest, "MIGRATION.md")
+        notes = migration_notes(os.path.basename(params["src"]), changes, needs_input)
+        current = None
+        if os.path.isfile(notes_path):
+            with open(notes_path, "r") as handle:
+                current = handle.read()
+        if current != notes:
+            writes["MIGRATION.md"] = (current, notes)
+        if not module.check_mode:
+            try:
+                apply_render(dest, writes, removes)
+            except OSError as exc:
+                module.fail_json(msg="writing into %s failed: %s" % (dest, exc))
+        result["changed"] = bool(writes or removes)
+        result["written"] = [os.path.join(dest, name) for name in sorted(writes)]
+        if module._diff:
+            result["diff"] = [dict(before=old or "", after=new, before_header=os.path.join(dest, name),
+                                   after_header=os.path.join(dest, name)) for name, (old, new) in sorted(writes.items())]
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

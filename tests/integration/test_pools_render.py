@@ -1,0 +1,194 @@
+"""Provision stage for real: ansible-playbook on every example inventory in render mode; the
+rendered provisioning objects and example workloads are schema-checked (kubernetes-validate for
+core objects, the npm CRD schemas for Karpenter and ComputeClass, the documented NAP fields for
+the GKE file). No cloud API or cluster exists here: the gcloud step is exercised with a stand-in
+executable that records its arguments."""
+import json
+import os
+import re
+import stat
+
+import pytest
+import yaml
+
+from crd_schema import assert_crs_valid
+from k8s_schema import assert_valid
+from nap_schema import check_nap
+from test_site_render import recap, run_site
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CORE_APIS = ("v1", "apps/v1", "batch/v1", "node.k8s.io/v1", "scheduling.k8s.io/v1", "rbac.authorization.k8s.io/v1")
+CR_APIS = ("karpenter.sh/v1", "karpenter.k8s.aws/v1", "cloud.google.com/v1")
+
+# inventory -> provision components (directories under build/<inv>/provision) it must render
+EXPECTED = {
+    "eks": {"karpenter", "karpenter-migrated/legacy-gpu-provisioner", "examples"},
+    "gke": {"gke", "compute-classes", "examples"},
+    "gke-autopilot": {"compute-classes", "examples"},
+    "example": {"nodes", "examples"},
+    "k3s": {"nodes", "examples"},
+}
+
+
+def provision_files(build):
+    out = {}
+    base = os.path.join(build, "provision")
+    for dirpath, _dirs, files in os.walk(base):
+        for name in files:
+            if name.endswith(".yaml"):
+                out.setdefault(os.path.relpath(dirpath, base), []).append(os.path.join(dirpath, name))
+    return out
+
+
+def load(path):
+    with open(path) as handle:
+        return [d for d in yaml.safe_load_all(handle) if d]
+
+
+@pytest.fixture(scope="module", params=sorted(EXPECTED))
+def rendered(request, tmp_path_factory):
+    inv = request.param
+    build = str(tmp_path_factory.mktemp("pools") / inv)
+    rc, out = run_site(build, inventory="inventories/" + inv)
+    assert rc == 0, out[-3000:]
+    return inv, build, out
+
+
+def test_renders_schema_valid_provisioning_objects_and_examples(rendered):
+    inv, build, _out = rendered
+    files = provision_files(build)
+    assert set(files) == EXPECTED[inv]
+    crs = []
+    for component, paths in files.items():
+        for path in paths:
+            for obj in load(path):
+                if component == "gke":
+                    assert check_nap(obj) == [], path
+                elif obj["apiVersion"] in CR_APIS:
+                    crs.append(obj)
+                else:
+                    assert obj["apiVersion"] in CORE_APIS, path
+                    assert_valid(obj)
+    if crs:
+        assert_crs_valid(crs)
+    jobs = [o for p in files["examples"] for o in load(p) if o["kind"] == "Job"]
+    assert len(jobs) == len(yaml.safe_load(open(os.path.join(ROOT, "inventories", inv, "group_vars", "all",
+                                                             "gpufleet.yml")))["gpufleet_gpu_pools"])
+
+
+def test_second_run_changes_nothing(rendered):
+    inv, build, _out = rendered
+    before = {p: open(p, "rb").read() for ps in provision_files(build).values() for p in ps}
+    rc, out = run_site(build, inventory="inventories/" + inv)
+    assert rc == 0, out[-3000:]
+    assert recap(out)["changed"] == 0
+    assert {p: open(p, "rb").read() for ps in provision_files(build).values() for p in ps} == before
+
+
+def test_platform_specific_content(rendered):
+    inv, build, out = rendered
+    flat = re.sub(r"\s+", " ", out)
+    if inv == "gke-autopilot":
+        assert "GKE Autopilot: Google creates and manages the GPU nodes" in flat
+        assert "gpufleet renders workload-side placement only" in flat
+    if inv == "eks":
+        classes = [o for p in provision_files(build)["karpenter"] for o in load(p) if o["kind"] == "EC2NodeClass"]
+        assert classes and all(t.get("ssmParameter", "").endswith("/nvidia/recommended/image_id")
+                               for c in classes for t in c["spec"]["amiSelectorTerms"])
+        notes = open(os.path.join(build, "provision", "karpenter-migrated", "legacy-gpu-provisioner",
+                                  "MIGRATION.md")).read()
+        assert "ttlSecondsAfterEmpty: 30 -> disruption {consolidationPolicy: WhenEmpty, consolidateAfter: 30s}" in notes
+    if inv == "gke":
+        assert "Render mode, not run: gcloud container clusters update research --enable-autoprovisioning" in flat
+        job = load(os.path.join(build, "provision", "examples", "01-job-gpu-example-train-a100.yaml"))[0]
+        terms = job["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"]
+        assert [(t["key"], t["values"]) for t in terms] == [
+            ("cloud.google.com/machine-family", ["a2"]), ("cloud.google.com/gke-accelerator", ["nvidia-tesla-a100"]),
+            ("cloud.google.com/gke-spot", ["true"])]
+    if inv in ("example", "k3s"):
+        for path in provision_files(build)["nodes"]:
+            node = load(path)[0]
+            assert node["metadata"]["labels"]["nvidia.com/device-plugin.config"] == \
+                node["metadata"]["labels"]["gpufleet.io/pool"]
+
+
+@pytest.mark.parametrize("inv,extra,fragment", [
+    ("gke", {"gpufleet_gpu_pools": [{"name": "p", "gpu_type": "a10g", "zones": ["us-central1-a"], "max_nodes": 1}]},
+     "gpufleet_gpu_pools[0].gpu_type: 'a10g' is not offered on GKE"),
+    ("gke-autopilot", {"gpu_pools_gke_nap": "enabled"}, "gpu_pools_gke_nap: Autopilot has no node auto-provisioning"),
+    ("eks", {"gpu_pools_karpenter_migrate_files": [os.path.join(ROOT, "tests/fixtures/karpenter/not-a-provisioner.yaml")]},
+     "gpu_pools_karpenter_migrate_files[0]:"),
+    ("k3s", {"gpufleet_gpu_pools": [{"name": "p", "gpu_type": "t4", "capacity_types": ["spot"],
+                                     "node_group": "gpu_pool_edge_t4"}]},
+     "gpufleet_gpu_pools[0].capacity_types: ['spot']: k3s has no spot capacity"),
+])
+def test_bad_pool_input_fails_in_preflight(tmp_path, inv, extra, fragment):
+    build = tmp_path / inv
+    rc, out = run_site(str(build), "-e", json.dumps(extra), inventory="inventories/" + inv)
+    assert rc != 0
+    assert fragment in re.sub(r"\s+", " ", out), out[-3000:]
+    assert not build.exists()
+
+
+def test_check_mode_on_a_fresh_gke_dir_writes_nothing(tmp_path):
+    build = tmp_path / "gke"
+    rc, out = run_site(str(build), "--check", "--diff", inventory="inventories/gke")
+    assert rc == 0, out[-3000:]
+    assert not build.exists()
+
+
+def test_apply_mode_runs_gcloud_once_per_config_change(tmp_path):
+    """gpufleet_apply: true on GKE Standard, provision stage only, with a stand-in gcloud that
+    records its argv (no Google Cloud API here). A pool without compute_class keeps the
+    cluster API out of the run."""
+    record = tmp_path / "gcloud-calls"
+    fake = tmp_path / "gcloud"
+    fake.write_text("#!/bin/sh\necho \"$*\" >> %s\n" % record)
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    build = tmp_path / "gke"
+    pools = [{"name": "train-a100", "gpu_type": "a100-40gb", "gpus_per_node": 2, "capacity_types": ["spot"],
+              "zones": ["us-central1-a", "us-central1-b"], "max_nodes": 8}]
+    extra = json.dumps({"gpufleet_apply": True, "gpu_pools_gcloud_command": str(fake), "gpufleet_gpu_pools": pools})
+    nap = build / "provision" / "gke" / "autoprovisioning.yaml"
+
+    rc, out = run_site(str(build), "--check", "-e", extra, playbook="playbooks/provision.yml", inventory="inventories/gke")
+    assert rc == 0, out[-3000:]
+    assert not record.exists()
+
+    rc, out = run_site(str(build), "-e", extra, playbook="playbooks/provision.yml", inventory="inventories/gke")
+    assert rc == 0, out[-3000:]
+    assert record.read_text().splitlines() == [
+        "container clusters update research --enable-autoprovisioning --autoprovisioning-config-file=%s "
+        "--location=us-central1 --quiet" % nap]
+
+    rc, out = run_site(str(build), "-e", extra, playbook="playbooks/provision.yml", inventory="inventories/gke")
+    assert rc == 0 and recap(out)["changed"] == 0, out[-3000:]
+    assert len(record.read_text().splitlines()) == 1
+
+    pools[0]["max_nodes"] = 4
+    extra = json.dumps({"gpufleet_apply": True, "gpu_pools_gcloud_command": str(fake), "gpufleet_gpu_pools": pools})
+    rc, out = run_site(str(build), "-e", extra, playbook="playbooks/provision.yml", inventory="inventories/gke")
+    assert rc == 0, out[-3000:]
+    assert len(record.read_text().splitlines()) == 2
+    assert "maximum: 8\n  minimum: 0\n  resourceType: nvidia-tesla-a100" in nap.read_text()
+
+
+def test_migration_playbook_check_real_rerun_and_bad_file(tmp_path):
+    src = os.path.join(ROOT, "tests", "fixtures", "karpenter", "v1alpha5-gpu-provisioner.yaml")
+    dest = tmp_path / "v1"
+    args = ["-e", "karpenter_migrate_src=%s" % src, "-e", "karpenter_migrate_dest=%s" % dest,
+            "-e", "karpenter_migrate_cluster_name=ml-prod"]
+    rc, out = run_site(str(tmp_path / "unused"), "--check", *args, playbook="playbooks/karpenter_migrate.yml")
+    assert rc == 0 and recap(out)["changed"] == 1, out[-3000:]
+    assert not dest.exists()
+    rc, out = run_site(str(tmp_path / "unused"), *args, playbook="playbooks/karpenter_migrate.yml")
+    assert rc == 0 and recap(out)["changed"] == 1, out[-3000:]
+    assert sorted(os.listdir(dest)) == ["00-ec2nodeclass-gpu.yaml", "01-nodepool-gpu.yaml", "MIGRATION.md"]
+    assert_crs_valid([o for name in sorted(os.listdir(dest)) if name.endswith(".yaml") for o in load(dest / name)])
+    rc, out = run_site(str(tmp_path / "unused"), *args, playbook="playbooks/karpenter_migrate.yml")
+    assert rc == 0 and recap(out)["changed"] == 0, out[-3000:]
+    bad = os.path.join(ROOT, "tests", "fixtures", "karpenter", "not-a-provisioner.yaml")
+    rc, out = run_site(str(tmp_path / "unused"), "-e", "karpenter_migrate_src=%s" % bad,
+                       playbook="playbooks/karpenter_migrate.yml")
+    assert rc != 0 and "not a Provisioner" in out

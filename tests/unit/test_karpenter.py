@@ -1,0 +1,222 @@
+"""EKS: Karpenter v1 objects per pool (checked with the npm schemas generated from the real CRDs),
+and the v1alpha5 -> v1 migration (table-driven, on v1alpha5 fixtures in the format the old guides used)."""
+import copy
+import os
+
+import pytest
+
+from crd_schema import assert_crs_valid, validate_crs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import (
+    NVIDIA_AL2023_SSM, karpenter_objects, load_v1alpha5, migrate, seconds_to_duration)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools_check import resolve_settings
+from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "karpenter")
+
+H100 = normalize_pool({"name": "train-h100", "gpu_type": "h100-80gb", "gpus_per_node": 8,
+                       "zones": ["us-east-1a", "us-east-1b"], "max_nodes": 4, "disk_size_gb": 500,
+                       "consolidate_after": "1h"})
+L4 = normalize_pool({"name": "infer-l4", "gpu_type": "l4", "capacity_types": ["spot", "on-demand"],
+                     "zones": ["us-east-1a"], "max_gpus": 20, "weight": 50, "max_cpu": 400, "max_memory_gb": 1600,
+                     "labels": {"team": "ml"}, "max_pods": 58})
+
+
+def objects(*pools, **settings):
+    return karpenter_objects(list(pools), resolve_settings(settings), "ml-prod")
+
+
+def by_kind(objs, kind, name):
+    return next(o for o in objs if o["kind"] == kind and o["metadata"]["name"] == name)
+
+
+def req(nodepool, key):
+    reqs = nodepool["spec"]["template"]["spec"]["requirements"]
+    return [r["values"] for r in reqs if r["key"] == key and r["operator"] == "In"]
+
+
+def test_objects_are_valid_for_the_karpenter_v1_crds():
+    assert_crs_valid(objects(H100, L4))
+
+
+def test_the_schema_check_can_fail():
+    bad = objects(H100)
+    bad[1]["spec"]["disruption"]["consolidationPolicy"] = "WhenIdle"
+    del bad[0]["spec"]["amiSelectorTerms"]
+    results = validate_crs(bad)
+    assert [r["ok"] for r in results] == [False, False]
+    assert "amiSelectorTerms" in results[0]["error"] and "consolidationPolicy" in results[1]["error"]
+
+
+@pytest.mark.parametrize("pool,key,values", [
+    (H100, "karpenter.sh/capacity-type", ["on-demand"]),
+    (L4, "karpenter.sh/capacity-type", ["spot", "on-demand"]),
+    (H100, "topology.kubernetes.io/zone", ["us-east-1a", "us-east-1b"]),
+    (H100, "karpenter.k8s.aws/instance-family", ["p5"]),
+    (L4, "karpenter.k8s.aws/instance-family", ["g6"]),
+    (H100, "karpenter.k8s.aws/instance-gpu-name", ["h100"]),
+    (H100, "karpenter.k8s.aws/instance-gpu-manufacturer", ["nvidia"]),
+    (H100, "karpenter.k8s.aws/instance-gpu-count", ["8"]),
+    (L4, "karpenter.k8s.aws/instance-gpu-count", ["1"]),
+])
+def test_nodepool_requirements(pool, key, values):
+    nodepool = by_kind(objects(pool), "NodePool", pool["name"])
+    assert req(nodepool, key) == [values]
+
+
+def test_nodepool_limits_disruption_weight_taints_labels():
+    objs = objects(H100, L4)
+    h100, l4 = by_kind(objs, "NodePool", "train-h100"), by_kind(objs, "NodePool", "infer-l4")
+    assert h100["spec"]["limits"] == {"nvidia.com/gpu": "32"}
+    assert l4["spec"]["limits"] == {"nvidia.com/gpu": "20", "cpu": "400", "memory": "1600G"}
+    assert h100["spec"]["disruption"] == {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "1h"}
+    assert l4["spec"]["disruption"] == {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30m"}
+    assert "weight" not in h100["spec"] and l4["spec"]["weight"] == 50
+    assert h100["spec"]["template"]["spec"]["taints"] == [
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    assert l4["spec"]["template"]["metadata"]["labels"] == {
+        "gpufleet.io/pool": "infer-l4", "nvidia.com/device-plugin.config": "infer-l4", "team": "ml"}
+    assert h100["spec"]["template"]["spec"]["nodeClassRef"] == {
+        "group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "train-h100"}
+    assert h100["spec"]["template"]["spec"]["expireAfter"] == "720h"
+
+
+def test_ec2nodeclass_selects_the_nvidia_ami_and_carries_kubelet_disk_role_selectors():
+    objs = objects(H100, L4, eks_kubernetes_version="1.34")
+    h100, l4 = by_kind(objs, "EC2NodeClass", "train-h100"), by_kind(objs, "EC2NodeClass", "infer-l4")
+    assert h100["spec"]["amiSelectorTerms"] == [{"ssmParameter": NVIDIA_AL2023_SSM % "1.34"}]
+    assert "/nvidia/" in h100["spec"]["amiSelectorTerms"][0]["ssmParameter"]
+    assert h100["spec"]["amiFamily"] == "AL2023"
+    assert h100["spec"]["kubelet"] == {"maxPods": 110} and l4["spec"]["kubelet"] == {"maxPods": 58}
+    assert h100["spec"]["blockDeviceMappings"][0]["ebs"]["volumeSize"] == "500Gi"
+    assert h100["spec"]["role"] == "KarpenterNodeRole-ml-prod"
+    assert h100["spec"]["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "ml-prod"}}]
+    assert h100["spec"]["securityGroupSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "ml-prod"}}]
+
+
+def test_no_gpu_nodeclass_ever_uses_an_alias():
+    for gpu_type, count in (("t4", 1), ("a10g", 4), ("l40s", 8), ("a100-80gb", 8), ("h200-141gb", 8), ("b200", 8)):
+        pool = normalize_pool({"name": "p", "gpu_type": gpu_type, "gpus_per_node": count, "zones": ["us-east-1a"],
+                               "max_nodes": 1})
+        for obj in objects(pool):
+            if obj["kind"] == "EC2NodeClass":
+                assert all("alias" not in t for t in obj["spec"]["amiSelectorTerms"])
+
+
+def test_settings_and_pool_override_the_defaults():
+    pool = copy.deepcopy(H100)
+    pool["ami_selector_terms"] = [{"name": "my-gpu-ami-*", "owner": "self"}]
+    objs = objects(pool, L4, eks_ami_selector_terms=[{"id": "ami-0123456789abcdef0"}], eks_node_role="NodeRole",
+                   eks_subnet_selector_terms=[{"id": "subnet-1"}])
+    assert by_kind(objs, "EC2NodeClass", "train-h100")["spec"]["amiSelectorTerms"] == [
+        {"name": "my-gpu-ami-*", "owner": "self"}]
+    assert by_kind(objs, "EC2NodeClass", "infer-l4")["spec"]["amiSelectorTerms"] == [{"id": "ami-0123456789abcdef0"}]
+    assert by_kind(objs, "EC2NodeClass", "infer-l4")["spec"]["role"] == "NodeRole"
+    assert by_kind(objs, "EC2NodeClass", "infer-l4")["spec"]["subnetSelectorTerms"] == [{"id": "subnet-1"}]
+    assert_crs_valid(objs)
+
+
+# --- migration ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def gpu_migration():
+    return migrate(load_v1alpha5(os.path.join(FIXTURES, "v1alpha5-gpu-provisioner.yaml")), "1.33", "ml-prod")
+
+
+@pytest.fixture(scope="module")
+def inline_migration():
+    return migrate(load_v1alpha5(os.path.join(FIXTURES, "v1alpha5-consolidation-inline-provider.yaml")), "1.33", "demo")
+
+
+def _get(obj, path):
+    for key in path.split("."):
+        obj = obj[int(key)] if isinstance(obj, list) else obj[key]
+    return obj
+
+
+MIGRATED = [
+    # (fixture, kind, path, expected)
+    ("gpu", "NodePool", "spec.disruption", {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"}),
+    ("gpu", "NodePool", "spec.template.spec.nodeClassRef",
+     {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"}),
+    ("gpu", "NodePool", "spec.limits", {"cpu": "1000", "memory": "4000Gi", "nvidia.com/gpu": "32"}),
+    ("gpu", "NodePool", "spec.template.spec.expireAfter", "720h"),
+    ("gpu", "NodePool", "spec.template.metadata.labels", {"workload": "gpu"}),
+    ("gpu", "NodePool", "spec.template.spec.taints", [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]),
+    ("gpu", "NodePool", "spec.weight", 10),
+    ("gpu", "EC2NodeClass", "spec.kubelet", {"maxPods": 110}),
+    ("gpu", "EC2NodeClass", "spec.amiSelectorTerms", [{"ssmParameter": NVIDIA_AL2023_SSM % "1.33"}]),
+    ("gpu", "EC2NodeClass", "spec.amiFamily", "AL2023"),
+    ("gpu", "EC2NodeClass", "spec.instanceProfile", "KarpenterNodeInstanceProfile-ml-prod"),
+    ("gpu", "EC2NodeClass", "spec.subnetSelectorTerms", [{"tags": {"karpenter.sh/discovery": "ml-prod"}}]),
+    ("gpu", "EC2NodeClass", "spec.blockDeviceMappings.0.ebs.volumeSize", "200Gi"),
+    ("inline", "NodePool", "spec.disruption", {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"}),
+    ("inline", "NodePool", "spec.limits", {"cpu": "200"}),
+    ("inline", "NodePool", "spec.template.spec.expireAfter", "Never"),
+    ("inline", "NodePool", "spec.template.spec.requirements.1.key", "karpenter.sh/nodepool"),
+    ("inline", "EC2NodeClass", "spec.kubelet", {"maxPods": 58, "systemReserved": {"cpu": "100m"}}),
+    ("inline", "EC2NodeClass", "spec.securityGroupSelectorTerms",
+     [{"id": "sg-0123456789abcdef0"}, {"id": "sg-0fedcba9876543210"}]),
+    ("inline", "EC2NodeClass", "spec.amiSelectorTerms", [{"alias": "al2023@latest"}]),
+    ("inline", "EC2NodeClass", "spec.role", "KarpenterNodeRole-demo"),
+]
+
+
+@pytest.mark.parametrize("which,kind,path,expected", MIGRATED, ids=["%s:%s:%s" % m[:3] for m in MIGRATED])
+def test_migration_maps_fields(gpu_migration, inline_migration, which, kind, path, expected):
+    objs = (gpu_migration if which == "gpu" else inline_migration)[0]
+    obj = next(o for o in objs if o["kind"] == kind)
+    assert _get(obj, path) == expected
+
+
+@pytest.mark.parametrize("which,fragment", [
+    ("gpu", "ttlSecondsAfterEmpty: 30 -> disruption {consolidationPolicy: WhenEmpty, consolidateAfter: 30s}"),
+    ("gpu", "kubeletConfiguration.maxPods -> EC2NodeClass gpu kubelet.maxPods"),
+    ("gpu", "providerRef {name: gpu} -> nodeClassRef {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}"),
+    ("gpu", "limits.resources.cpu -> limits.cpu"),
+    ("gpu", "ttlSecondsUntilExpired: 2592000 -> spec.template.spec.expireAfter: 720h"),
+    ("gpu", "amiFamily AL2 -> AL2023"),
+    ("inline", "consolidation.enabled: true -> disruption {consolidationPolicy: WhenEmptyOrUnderutilized"),
+    ("inline", "requirement karpenter.sh/provisioner-name -> karpenter.sh/nodepool"),
+])
+def test_migration_lists_what_changed(gpu_migration, inline_migration, which, fragment):
+    changes = (gpu_migration if which == "gpu" else inline_migration)[1]
+    assert any(fragment in c for c in changes), changes
+
+
+@pytest.mark.parametrize("which,fragment", [
+    ("gpu", "the SSM parameter names Kubernetes 1.33"),
+    ("inline", "kubeletConfiguration.dockerBridge has no v1 field"),
+    ("inline", "spec.role is a guess (KarpenterNodeRole-demo)"),
+    ("inline", "alias al2023@latest; pin a version"),
+])
+def test_migration_lists_what_needs_input(gpu_migration, inline_migration, which, fragment):
+    needs = (gpu_migration if which == "gpu" else inline_migration)[2]
+    assert any(fragment in n for n in needs), needs
+
+
+def test_migrated_objects_are_valid_v1(gpu_migration, inline_migration):
+    assert_crs_valid(gpu_migration[0] + inline_migration[0])
+
+
+@pytest.mark.parametrize("docs,fragment", [
+    ([], "no YAML document"),
+    (["just a string"], "not a mapping"),
+    ([{"apiVersion": "karpenter.sh/v1beta1", "kind": "NodePool", "metadata": {"name": "x"}}], "not a Provisioner"),
+    ([{"apiVersion": "v1", "kind": "ConfigMap"}], "not a Provisioner"),
+    ([{"apiVersion": "karpenter.k8s.aws/v1alpha1", "kind": "AWSNodeTemplate", "metadata": {"name": "x"}}],
+     "holds no Provisioner"),
+    ([{"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": {"name": "x"},
+       "spec": {"ttlSecondsAfterEmpty": "30"}}], "whole number of seconds"),
+    ([{"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "spec": {}}], "no metadata.name"),
+])
+def test_migration_refuses_what_is_not_a_provisioner(docs, fragment):
+    with pytest.raises(GpufleetError) as err:
+        migrate(docs)
+    assert fragment in err.value.msg and "; use" in err.value.msg
+
+
+@pytest.mark.parametrize("seconds,duration", [(30, "30s"), (90, "90s"), (300, "5m"), (3600, "1h"), (2592000, "720h"),
+                                              (0, "0s")])
+def test_seconds_to_duration(seconds, duration):
+    assert seconds_to_duration(seconds, "x") == duration
