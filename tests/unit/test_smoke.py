@@ -16,16 +16,17 @@ POOLS = normalize_pools([
 IMAGE = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
 
 
-@pytest.mark.parametrize("platform,selector", [
-    ("kubeadm", {"gpufleet.io/pool": "train"}), ("k3s", {"gpufleet.io/pool": "train"}),
-    ("eks", {"karpenter.sh/nodepool": "train"}), ("gke", {"cloud.google.com/gke-nodepool": "train"}),
+@pytest.mark.parametrize("platform,key,values", [
+    ("kubeadm", "gpufleet.io/pool", ["train"]), ("k3s", "gpufleet.io/pool", ["train"]),
+    ("eks", "karpenter.k8s.aws/instance-family", ["p4de"]), ("gke", "cloud.google.com/gke-accelerator", ["nvidia-a100-80gb"]),
 ])
-def test_smoke_jobs_are_valid_and_placed_on_their_pool(platform, selector):
+def test_smoke_jobs_are_valid_and_placed_on_their_pool(platform, key, values):
     jobs = gpu_smoke_jobs(POOLS, platform, IMAGE, "gpufleet-validate", 300)
     for job in jobs:
         assert_valid(job)
     train, infer, plain = jobs
-    assert train["spec"]["template"]["spec"]["nodeSelector"] == selector
+    terms = train["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert {"key": key, "operator": "In", "values": values} in terms["nodeSelectorTerms"][0]["matchExpressions"]
     assert train["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/mig-1g.10gb": 1}
     assert infer["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu.shared": 1}
     assert train["spec"]["template"]["spec"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
@@ -40,6 +41,7 @@ def test_explicit_placement_wins():
     job = gpu_smoke_jobs(POOLS[1:2], "gke", IMAGE, "ns", 60, {"infer": placement})[0]
     spec = job["spec"]["template"]["spec"]
     assert "nodeSelector" not in spec and spec["affinity"] == placement["affinity"]
+    assert spec["tolerations"] == placement["tolerations"]
     assert_valid(job)
 
 

@@ -7,43 +7,25 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.expected import POOL_LABEL, expected_resources
+from ansible_collections.gpufleet.k8s.plugins.module_utils.expected import POOL_LABEL
+from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import placement as pool_placement
 
 SMOKE_LABEL = "gpufleet.io/validate"
 
 
-def _tolerations(pool):
-    out = []
-    for taint in pool.get("taints") or []:
-        tol = {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}
-        out.append(tol)
-    return out
-
-
-def default_placement(pool, platform):
-    """Pod spec fragment that lands on the pool's nodes when no richer placement is given."""
-    if platform == "eks":
-        selector = {"karpenter.sh/nodepool": pool["name"]}
-    elif platform in ("gke", "gke-autopilot"):
-        selector = {"cloud.google.com/gke-nodepool": pool["name"]} if platform == "gke" else {}
-    else:
-        selector = {POOL_LABEL: pool["name"]}
-    fragment = {"tolerations": _tolerations(pool)}
-    if selector:
-        fragment["nodeSelector"] = selector
-    return fragment
-
-
 def smoke_job(pool, platform, image, namespace, timeout, placement=None):
-    """A Job running the CUDA vectorAdd sample on one GPU (or one shared/MIG slice) of the pool."""
-    resource, _count = sorted(expected_resources(pool).items())[0]
-    fragment = placement if placement is not None else default_placement(pool, platform)
+    """A Job running the CUDA vectorAdd sample on one GPU (or one shared/MIG slice) of the pool,
+    placed like the pool's workloads (``gpufleet.k8s.gpu_pod_placement``) unless ``placement``
+    gives another fragment."""
+    fragment = pool_placement(pool, platform, gpus=1)
+    if placement is not None:
+        fragment = dict(placement, resources=fragment["resources"])
     pod_spec = {
         "restartPolicy": "Never",
         "containers": [{
             "name": "cuda-vectoradd",
             "image": image,
-            "resources": {"limits": {resource: 1}},
+            "resources": fragment["resources"],
             "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
         }],
     }
