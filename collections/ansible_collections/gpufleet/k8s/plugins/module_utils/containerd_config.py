@@ -34,15 +34,10 @@ import shutil
 import subprocess
 import tempfile
 
-try:
-    import tomlkit
-    from tomlkit.exceptions import TOMLKitError
-    HAS_TOMLKIT = True
-    TOMLKIT_IMPORT_ERROR = None
-except ImportError as exc:  # pragma: no cover - reported by the module
-    HAS_TOMLKIT = False
-    TOMLKIT_IMPORT_ERROR = exc
-    TOMLKitError = ValueError
+# The collection carries its own tomlkit (module_utils/_vendor, see its README): distribution
+# packages on managed nodes are too old to round-trip every file byte-for-byte.
+from ansible_collections.gpufleet.k8s.plugins.module_utils._vendor import tomlkit
+from ansible_collections.gpufleet.k8s.plugins.module_utils._vendor.tomlkit.exceptions import TOMLKitError
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, one_of
 
@@ -199,11 +194,42 @@ def check(params, plan, problems):
 # TOML helpers
 # ---------------------------------------------------------------------------------------------
 
-def parse(text, path="config"):
+def parse(text, path="config", strict=False):
+    """Parse TOML; with ``strict`` also require that writing it back is byte-identical."""
     try:
-        return tomlkit.parse(text)
+        doc = tomlkit.parse(text)
     except (TOMLKitError, ValueError) as exc:
         raise GpufleetError("%s is not valid TOML, left untouched: %s" % (path, exc))
+    if strict and tomlkit.dumps(doc) != text:
+        raise GpufleetError("%s: tomlkit %s cannot write this file back byte-for-byte; left untouched"
+                            % (path, tomlkit.__version__))
+    return doc
+
+
+def check_preserved(old, new, path, runtime_name="nvidia",
+                    managed_keys=("default_runtime_name", "enable_cdi", "imports")):
+    """Safety net: every line of ``old`` must still be in ``new``, in order.
+
+    Only lines that assign a key gpufleet manages (and the lines inside the runtime's own
+    tables) may change. Raises GpufleetError otherwise, so that a library quirk can never cost
+    the user a line of their config.
+    """
+    if old is None:
+        return
+    own_header = re.compile(r'^\s*\[.*\.runtimes\.("?)%s\1(\.options)?\]' % re.escape(runtime_name))
+    remaining = iter(new.splitlines())
+    inside_own = False
+    for line in old.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("["):
+            inside_own = bool(own_header.match(line))
+        if inside_own and not stripped.startswith("["):
+            continue
+        if any(stripped.startswith(key) and stripped[len(key):].lstrip().startswith("=") for key in managed_keys):
+            continue
+        if not any(candidate == line for candidate in remaining):
+            raise GpufleetError("%s: refusing to write a version that would change or move the line %r; "
+                                "left untouched" % (path, line))
 
 
 def plain(value):
@@ -386,7 +412,7 @@ def plan_containerd(root_text, root_path, mode, dropin_path=None, dropin_text=No
             created_from = "built-in default (version %d)" % (_as_int(config_version) or 2)
     else:
         root_new_base = root_text
-    root_doc = parse(root_new_base, root_path)
+    root_doc = parse(root_new_base, root_path, strict=root_text is not None)
     version = detect_version(root_doc)
     cri_keys = cri_path(version)
     files = {}
@@ -396,6 +422,7 @@ def plan_containerd(root_text, root_path, mode, dropin_path=None, dropin_text=No
         actions = apply_runtime(root_doc, version, runtime_name, binary, set_as_default, enable_cdi)
         new_root = tomlkit.dumps(root_doc)
         if new_root != root_text:
+            check_preserved(root_text, new_root, root_path, runtime_name)
             files[root_path] = (root_text, new_root)
         return dict(files=files, version=version, cri_path=list(cri_keys), actions=actions,
                     created_from=created_from)
@@ -446,6 +473,7 @@ def plan_containerd(root_text, root_path, mode, dropin_path=None, dropin_text=No
         actions.append("imports += %s" % pattern)
     new_root = tomlkit.dumps(root_doc)
     if new_root != root_text:
+        check_preserved(root_text, new_root, root_path, runtime_name)
         files[root_path] = (root_text, new_root)
     return dict(files=files, version=version, cri_path=list(cri_keys), actions=actions,
                 created_from=created_from)

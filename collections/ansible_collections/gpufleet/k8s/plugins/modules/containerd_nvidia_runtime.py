@@ -15,7 +15,7 @@ version_added: "0.1.0"
 description:
   - Adds or updates the runtime C(nvidia) in the container runtime's configuration, the way
     C(nvidia-ctk runtime configure) does, but keeps every other byte of the user's files
-    (comments, ordering, registry mirrors, other runtimes): the TOML is edited with tomlkit.
+    (comments, ordering, registry mirrors, other runtimes); the TOML is edited with tomlkit.
   - Detects the containerd config version (no C(version) key = 1, 2, 3, 4) and its CRI plugin
     path (C(plugins.cri), C(plugins."io.containerd.grpc.v1.cri"),
     C(plugins."io.containerd.cri.v1.runtime")).
@@ -46,8 +46,8 @@ description:
     runtimes embed their own containerd).
 author:
   - gpufleet maintainers
-requirements:
-  - tomlkit (Debian/Ubuntu C(python3-tomlkit)) on the managed node
+notes:
+  - The TOML library (tomlkit) ships inside the collection; nothing needs installing on the node.
 options:
   preset:
     description: Distribution preset; see the table above. An unknown preset is refused before anything changes.
@@ -165,7 +165,7 @@ service:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_config as cc
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
@@ -189,8 +189,6 @@ def argspec():
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    if not cc.HAS_TOMLKIT:
-        module.fail_json(msg=missing_required_lib("tomlkit"), exception=str(cc.TOMLKIT_IMPORT_ERROR))
     p = module.params
     try:
         result = cc.plan(p["preset"], p["mode"], p["config_path"], p["dropin_path"], p["runtime_name"],
