@@ -201,7 +201,8 @@ def parse(text, path="config", strict=False):
     except (TOMLKitError, ValueError) as exc:
         raise GpufleetError("%s is not valid TOML, left untouched: %s" % (path, exc))
     if strict and tomlkit.dumps(doc) != text:
-        raise GpufleetError("%s: tomlkit %s cannot write this file back byte-for-byte; left untouched"
+        raise GpufleetError("%s: tomlkit %s cannot write this file back byte-for-byte, so mode in-place "
+                            "would reformat it; left untouched (mode drop-in edits only one line of it)"
                             % (path, tomlkit.__version__))
     return doc
 
@@ -309,11 +310,14 @@ def apply_runtime(doc, version, runtime_name="nvidia", binary=NVIDIA_RUNTIME_BIN
     containerd_section = effective.get("containerd") or {}
     eff_runtimes = containerd_section.get("runtimes") or {}
     current_default = containerd_section.get("default_runtime_name") or "runc"
-    if current_default == runtime_name and "runc" in eff_runtimes:
+    if current_default == runtime_name:
+        # Already the default: it inherited from the former default when it was added, which
+        # is no longer known; keep its settings (only BinaryName is enforced) and keep runc.
         source_default = "runc"
+        source = eff_runtimes.get(runtime_name) or _source_runtime(eff_runtimes, "runc", runtime_name)
     else:
         source_default = current_default
-    source = _source_runtime(eff_runtimes, source_default, runtime_name)
+        source = _source_runtime(eff_runtimes, source_default, runtime_name)
     actions = []
 
     containerd_table = _ensure(doc, cri_keys + ("containerd",))
@@ -362,26 +366,60 @@ def apply_runtime(doc, version, runtime_name="nvidia", binary=NVIDIA_RUNTIME_BIN
     return actions
 
 
-def _imports_add(doc, entry):
-    current = [str(v) for v in plain(doc.get("imports") or [])]
+_HEADER = re.compile(r"^\s*\[\[?\s*[^\]\s]")
+_IMPORTS_ONE_LINE = re.compile(r"^(?P<lead>\s*imports\s*=\s*\[)(?P<inner>[^\]]*)(?P<close>\].*)$")
+
+
+def add_import_text(text, path, entry):
+    """Add ``entry`` to the top-level ``imports`` of ``text`` by editing only text.
+
+    The root file is not re-serialized: one line is inserted (no ``imports`` yet) or one line is
+    changed (a one-line ``imports`` array), so every other byte stays as the user wrote it. The
+    result is parsed again and must equal the original plus the entry; anything else is refused.
+    Returns the new text (unchanged when the entry is already there).
+    """
+    before = plain(parse(text, path))
+    current = [str(v) for v in before.get("imports") or []]
     if entry in current:
-        return False
-    if "imports" in doc:
-        doc["imports"].append(entry)
-        return True
-    # Top-level keys must precede every table: insert right after the last top-level key (or
-    # at the very top), so that comments written before the first table stay attached to it.
-    index = 0
-    for position, (key, item) in enumerate(doc.body):
-        if isinstance(item, (tomlkit.items.Table, tomlkit.items.AoT)):
-            break
-        if key is not None:
-            index = position + 1
-    if index >= len(doc.body):
-        doc["imports"] = [entry]
+        return text
+    lines = text.splitlines(True)
+    if "imports" not in before:
+        first_header = next((i for i, line in enumerate(lines) if _HEADER.match(line)), len(lines))
+        position = first_header
+        while position > 0 and (not lines[position - 1].strip() or lines[position - 1].lstrip().startswith("#")):
+            position -= 1
+        if position > 0 and not lines[position - 1].endswith("\n"):
+            lines[position - 1] += "\n"
+        new_line = "imports = [%s]\n" % _toml_string(entry)
+        if position == 0 and lines and lines[0].strip():
+            new_line += "\n"
+        lines.insert(position, new_line)
     else:
-        doc._insert_at(index, "imports", [entry])  # pylint: disable=protected-access
-    return True
+        index = next((i for i, line in enumerate(lines) if not _HEADER.match(line) and _IMPORTS_ONE_LINE.match(line)), None)
+        if index is None:
+            raise GpufleetError("%s: imports is not a one-line array; add %r to it by hand or use mode in-place"
+                                % (path, entry))
+        match = _IMPORTS_ONE_LINE.match(lines[index])
+        inner = match.group("inner").rstrip()
+        sep = "" if not inner.strip() else (" " if inner.endswith(",") else ", ")
+        lines[index] = "%s%s%s%s%s" % (match.group("lead"), inner, sep, _toml_string(entry), match.group("close"))
+        if not lines[index].endswith("\n"):
+            lines[index] += "\n"
+    new = "".join(lines)
+    expected = dict(before)
+    expected["imports"] = current + [entry]
+    try:
+        reparsed = plain(tomlkit.parse(new))
+    except (TOMLKitError, ValueError):
+        reparsed = None
+    if reparsed != expected:
+        raise GpufleetError("%s: could not add %r to imports without touching anything else; add it by hand"
+                            % (path, entry))
+    return new
+
+
+def _toml_string(value):
+    return tomlkit.dumps({"x": value}).split("=", 1)[1].strip()
 
 
 def dropin_glob(dropin_path):
@@ -412,7 +450,7 @@ def plan_containerd(root_text, root_path, mode, dropin_path=None, dropin_text=No
             created_from = "built-in default (version %d)" % (_as_int(config_version) or 2)
     else:
         root_new_base = root_text
-    root_doc = parse(root_new_base, root_path, strict=root_text is not None)
+    root_doc = parse(root_new_base, root_path, strict=root_text is not None and mode == "in-place")
     version = detect_version(root_doc)
     cri_keys = cri_path(version)
     files = {}
@@ -468,10 +506,11 @@ def plan_containerd(root_text, root_path, mode, dropin_path=None, dropin_text=No
 
     pattern = dropin_glob(dropin_path)
     imported = [str(v) for v in plain(root_doc.get("imports") or [])]
+    # The root file is edited as text (one line), never re-serialized: see add_import_text.
+    new_root = root_new_base
     if pattern not in imported and dropin_path not in imported:
-        _imports_add(root_doc, pattern)
+        new_root = add_import_text(root_new_base, root_path, pattern)
         actions.append("imports += %s" % pattern)
-    new_root = tomlkit.dumps(root_doc)
     if new_root != root_text:
         check_preserved(root_text, new_root, root_path, runtime_name)
         files[root_path] = (root_text, new_root)
@@ -482,8 +521,13 @@ def plan_containerd(root_text, root_path, mode, dropin_path=None, dropin_text=No
 def _overlay_owned(merged, own, runtime_name):
     """Keep gpufleet's own keys of the existing drop-in copy on top of the effective table."""
     own_ctd = own.get("containerd") or {}
-    if runtime_name in (own_ctd.get("runtimes") or {}):
-        merged.setdefault("containerd", {}).setdefault("runtimes", {})[runtime_name] = own_ctd["runtimes"][runtime_name]
+    own_runtimes = own_ctd.get("runtimes") or {}
+    merged_ctd = merged.setdefault("containerd", {})
+    default_name = merged_ctd.get("default_runtime_name") or "runc"
+    for name in (runtime_name, default_name, "runc"):
+        # ours, or the default runtime gpufleet had to add because the user's config lacked it
+        if name in own_runtimes and (name == runtime_name or name not in (merged_ctd.get("runtimes") or {})):
+            merged_ctd.setdefault("runtimes", {})[name] = own_runtimes[name]
     if own_ctd.get("default_runtime_name") == runtime_name:
         merged.setdefault("containerd", {})["default_runtime_name"] = runtime_name
     if own.get("enable_cdi") is True:
