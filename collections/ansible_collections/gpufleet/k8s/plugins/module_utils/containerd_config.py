@@ -609,6 +609,17 @@ def containerd_default(binary, run=subprocess.run):
     return proc.stdout if proc.returncode == 0 and proc.stdout.strip() else None
 
 
+def dump_warnings(dump_text, enable_cdi):
+    """Warnings about wanted settings that the binary's effective config does not show."""
+    warnings = []
+    if enable_cdi:
+        data = plain(parse(dump_text, "containerd config dump"))
+        found = any("enable_cdi" in (_get(data, keys) or {}) for keys in (CRI_PATHS[2], CRI_PATHS[3], CRI_PATHS[1]))
+        if not found:
+            warnings.append("enable_cdi is written but this containerd ignores it (CDI needs containerd >= 1.7)")
+    return warnings
+
+
 def find_cri_runtimes(dump_doc):
     """The runtimes table of a ``config dump`` (any version), or None."""
     for keys in (CRI_PATHS[2], CRI_PATHS[3], CRI_PATHS[1]):

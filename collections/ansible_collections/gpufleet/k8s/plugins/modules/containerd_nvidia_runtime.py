@@ -197,9 +197,10 @@ def main():
         files = result["files"]
         validated = False
         if files and result["validate"]:
-            cc.validate_candidate(p["containerd_binary"], result["config_path"],
-                                  dict((path, new) for path, (_old, new) in files.items()),
-                                  p["runtime_name"], p["runtime_binary"])
+            dumped = cc.validate_candidate(p["containerd_binary"], result["config_path"],
+                                           dict((path, new) for path, (_old, new) in files.items()),
+                                           p["runtime_name"], p["runtime_binary"])
+            result["notes"].extend(cc.dump_warnings(dumped, p["enable_cdi"]))
             validated = True
         rollback = []
         if files and not module.check_mode:
