@@ -292,7 +292,7 @@ def test_module_docs_list_every_preset_file_and_socket():
     ({"nvidia_container_toolkit_runtime_mode": "merge"}, "k3s",
      ["nvidia_container_toolkit_runtime_mode: 'merge' is not a supported mode; use one of: drop-in, in-place"]),
     ({"nvidia_container_toolkit_runtime_config_version": 9}, "kubeadm",
-     ["nvidia_container_toolkit_runtime_config_version: 9 is not a containerd config version; use one of: 1, 2, 3, 4"]),
+     ["nvidia_container_toolkit_runtime_config_version: 9 is not a containerd config version; use one of: 1, 2, 3, 4 (0: detect)"]),
 ])
 def test_preflight_check(extra, platform, errors):
     problems = Problems()

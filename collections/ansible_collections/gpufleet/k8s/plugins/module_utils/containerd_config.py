@@ -166,9 +166,9 @@ def check_inputs(preset, mode, config_version=None, var_prefix=""):
                         % (var_prefix, preset, one_of(sorted(PRESETS))))
     if mode not in MODES:
         problems.append("%smode: %r is not a supported mode; use %s" % (var_prefix, mode, one_of(MODES)))
-    if config_version not in (None, "") and _as_int(config_version) not in CONFIG_VERSIONS:
+    if config_version not in (None, "", 0) and _as_int(config_version) not in CONFIG_VERSIONS:
         problems.append("%sconfig_version: %r is not a containerd config version; use %s"
-                        % (var_prefix, config_version, one_of(CONFIG_VERSIONS)))
+                        % (var_prefix, config_version, one_of(CONFIG_VERSIONS) + " (0: detect)"))
     return problems
 
 
