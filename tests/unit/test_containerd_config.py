@@ -376,3 +376,15 @@ def test_vendored_tomlkit_is_the_pinned_version():
         pins = dict(line.strip().split("==") for line in handle if "==" in line)
     assert tomlkit.__version__ == pins["tomlkit"]
     assert tomlkit.__file__.endswith(os.path.join("module_utils", "_vendor", "tomlkit", "__init__.py"))
+
+
+def test_preflight_runs_the_runtime_check_with_role_variable_names():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
+    params = {"platform": "k3s", "cluster_name": "c1", "addons_mode": "standalone",
+              "pools": [{"name": "p1", "gpu_type": "l4", "node_group": "gpu_pool_p1"}],
+              "extra": {"nvidia_container_toolkit_runtime_preset": "docker"}}
+    errors, _warnings, _plan = run_preflight(params)
+    assert errors == ["nvidia_container_toolkit_runtime_preset: 'docker' is not a known runtime preset; "
+                      "use one of: containerd, crio, k0s, k3s, microk8s, rke2"]
+    params["extra"] = {}
+    assert run_preflight(params)[0] == []
