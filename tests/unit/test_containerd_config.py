@@ -388,3 +388,9 @@ def test_preflight_runs_the_runtime_check_with_role_variable_names():
                       "use one of: containerd, crio, k0s, k3s, microk8s, rke2"]
     params["extra"] = {}
     assert run_preflight(params)[0] == []
+
+
+def test_readme_carries_the_preset_table():
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "..", "README.md")) as handle:
+        assert cc.table_markdown() in handle.read()
