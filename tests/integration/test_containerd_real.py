@@ -9,8 +9,10 @@ section is ignored, which the validation must catch.
 """
 import json
 import os
+import pathlib
 import shutil
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -247,3 +249,38 @@ def test_module_refuses_an_unknown_preset_before_any_change(tmp_path):
     assert result["failed"] is True
     assert "preset: 'docker' is not a known runtime preset; use one of: containerd, crio, k0s, k3s, microk8s, rke2" in result["msg"]
     assert os.listdir(str(tmp_path)) == []
+
+
+# --- generated configs through the real binary ------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from unit.test_containerd_config_properties import user_configs  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(user_configs().filter(lambda c: c[0] in (1, 2)), st.sampled_from(["in-place", "drop-in"]), st.booleans())
+def test_generated_configs_are_accepted_by_containerd_with_nvidia_effective(tmp_path, config, mode, set_default):
+    """Every generated v1/v2 user config, once edited, passes the real `config dump` with
+    nvidia, runc and every user mirror and runtime effective."""
+    version, text = config
+    if mode == "in-place" and tomlkit.dumps(tomlkit.parse(text)) != text:
+        mode = "drop-in"  # in-place refuses such files (unit-tested); drop-in handles them
+    base = pathlib.Path(tempfile.mkdtemp(dir=str(tmp_path)))
+    root = str(base / "config.toml")
+    with open(root, "w") as handle:
+        handle.write(text.replace("/etc/containerd/site.d/*.toml", str(base / "site.d" / "*.toml")))
+    result = cc.plan("containerd", mode, root, str(base / "conf.d" / "99-nvidia.toml"),
+                     set_as_default=set_default, containerd_binary=CONTAINERD)
+    candidate = dict((p, n) for p, (_o, n) in result["files"].items())
+    effective = cc.plain(tomlkit.parse(cc.validate_candidate(CONTAINERD, root, candidate)))
+    cri = effective["plugins"]["io.containerd.grpc.v1.cri"]
+    user = cc.plain(tomlkit.parse(text))
+    for key in cc.cri_path(version):
+        user = user.get(key, {})
+    for name in (user.get("containerd", {}).get("runtimes") or {}):
+        assert cri["containerd"]["runtimes"][name]["runtime_type"] == user["containerd"]["runtimes"][name]["runtime_type"]
+    for host, mirror in ((user.get("registry") or {}).get("mirrors") or {}).items():
+        assert cri["registry"]["mirrors"][host]["endpoint"] == mirror["endpoint"]
+    assert (cri["containerd"]["default_runtime_name"] == "nvidia") == set_default
