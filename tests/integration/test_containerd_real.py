@@ -284,3 +284,14 @@ def test_generated_configs_are_accepted_by_containerd_with_nvidia_effective(tmp_
     for host, mirror in ((user.get("registry") or {}).get("mirrors") or {}).items():
         assert cri["registry"]["mirrors"][host]["endpoint"] == mirror["endpoint"]
     assert (cri["containerd"]["default_runtime_name"] == "nvidia") == set_default
+
+
+def test_module_says_when_it_could_not_validate(tmp_path):
+    result = run_module({"config_path": str(tmp_path / "config.toml"), "dropin_path": str(tmp_path / "conf.d" / "n.toml"),
+                         "containerd_binary": str(tmp_path / "no-containerd"), "config_version": 2})
+    assert result["changed"] is True and result["validated"] is False
+    assert result["created_from"] == "built-in default (version 2)"
+    assert any("not validated with containerd" in w and "binary not found" in w for w in result["warnings"])
+    # what it wrote is still accepted by the real binary, runc included
+    runtimes = dump(str(tmp_path / "config.toml"))["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
+    assert {"runc", "nvidia"} <= set(runtimes)

@@ -202,6 +202,10 @@ def main():
                                            p["runtime_name"], p["runtime_binary"])
             result["notes"].extend(cc.dump_warnings(dumped, p["enable_cdi"]))
             validated = True
+        if files and not validated:
+            result["notes"].append("the candidate was not validated with containerd (%s): %s"
+                                   % (p["containerd_binary"], "the preset's runtime embeds its own containerd"
+                                      if result["preset"] != "containerd" else "binary not found"))
         rollback = []
         if files and not module.check_mode:
             rollback = cc.write_files(files, backup=p["backup"])
