@@ -12,9 +12,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import validate_inventory
+from ansible_collections.gpufleet.k8s.plugins.module_utils import addons_preflight
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
+CHECKS.append(addons_preflight.check)
 
 
 def run_preflight(params):
