@@ -181,8 +181,9 @@ def device_plugin_objects(plan, extra):
         s, plan, [plugin, _config_manager(image, False, "nvidia-device-plugin")],
         [_config_manager(image, True, "")], volumes, rc)))
 
-    # MPS control daemon: one per node of a pool that shares GPUs with MPS (GFD labels those nodes
-    # nvidia.com/mps.capable=true). It starts nvidia-cuda-mps-control and so needs the host's PIDs.
+    # MPS control daemon: one per node of a pool that shares GPUs with MPS (nodes labelled with such a
+    # pool, or labelled nvidia.com/mps.capable=true by GFD). It starts nvidia-cuda-mps-control and so
+    # needs the host's PIDs.
     if s["any_mps"]:
         mps_name = NAME + "-mps-control-daemon"
         mps_spec = _pod_spec(
@@ -202,7 +203,11 @@ def device_plugin_objects(plan, extra):
             _config_volumes() + [_a.host_path("mps-root", MPS_ROOT, "DirectoryOrCreate"),
                                  _a.host_path("mps-shm", MPS_ROOT + "/shm")], rc)
         mps_spec["hostPID"] = True
-        mps_spec["nodeSelector"] = {"nvidia.com/mps.capable": "true"}
+        mps_pools = sorted(p["name"] for p in plan.get("pools") or [] if (p.get("sharing") or {}).get("mode") == "mps")
+        mps_spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": _a.POOL_LABEL, "operator": "In", "values": mps_pools}]},
+            {"matchExpressions": [{"key": "nvidia.com/mps.capable", "operator": "In", "values": ["true"]}]},
+        ]}}}
         objs.append(_daemonset(mps_name, ns, "mps-control-daemon", mps_spec))
 
     # GPU feature discovery: writes nvidia.com/gpu.* labels as an NFD feature file on each node.

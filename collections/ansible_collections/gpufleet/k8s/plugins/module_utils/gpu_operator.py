@@ -188,6 +188,9 @@ def notes(plan, extra):
                    "gpu-driver-version=disabled (or the Google driver installer) so Google's device plugin "
                    "stays off and the operator's device plugin takes over." % GKE_NODE_LABEL)
         out.append("GKE: a ResourceQuota admits system-node-critical pods in namespace %s." % namespace_name(plan, s))
+    if pre == "openshift":
+        out.append("OpenShift: no Helm release; OLM installs gpu-operator-certified and the NFD operator, and the "
+                   "ClusterPolicy in cluster/gpu-operator-policy/ is built from these values.")
     if host_driver:
         out.append("driver.enabled derived from gpu_operator_host_driver=true: the driver on the hosts is used.")
     if host_toolkit:
