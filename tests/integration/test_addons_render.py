@@ -128,3 +128,21 @@ def test_bad_addon_input_fails_in_preflight_before_anything_is_written(tmp_path,
     assert rc != 0
     assert fragment in re.sub(r"\s+", " ", out), out[-3000:]
     assert not build.exists()
+
+
+def test_switching_mode_or_platform_leaves_no_stale_render(tmp_path):
+    """GitOps users commit build/: what the inventory no longer wants must leave the folder."""
+    build = tmp_path / "example"
+
+    def components(*extra):
+        rc, out = run_site(build, *extra, playbook="playbooks/cluster.yml")
+        assert rc == 0, out[-3000:]
+        return sorted(os.listdir(build / "cluster"))
+
+    assert components("-e", "nvidia_device_plugin_nfd_enabled=true") == [
+        "dcgm-exporter", "device-plugin", "node-feature-discovery"]
+    assert components() == ["dcgm-exporter", "device-plugin"]
+    assert components("-e", "gpufleet_addons_mode=operator") == ["gpu-operator"]
+    assert components("-e", "gpufleet_platform=gke") == ["dcgm-exporter"]
+    assert os.listdir(build / "cluster" / "dcgm-exporter") == ["prometheus-scrape-job.yaml"]
+    assert components("-e", "gpufleet_addons_mode=none") == []

@@ -92,6 +92,8 @@ BAD = [
      "dcgm_exporter_extra_metrics[0]: field 'gpu_util' is not a DCGM field name"),
     ("bad namespace", params(dcgm_exporter_namespace="GPU_Monitoring"),
      "dcgm_exporter_namespace: 'GPU_Monitoring' is not a namespace name"),
+    ("NFD with the operator", params(mode="operator", nvidia_device_plugin_nfd_enabled=True),
+     "nvidia_device_plugin_nfd_enabled: true conflicts with gpufleet_addons_mode=operator"),
     ("bad state", params(nvidia_device_plugin_state="gone"),
      "nvidia_device_plugin_state: 'gone' is not allowed; use one of: present, absent"),
 ]

@@ -136,3 +136,19 @@ def test_gfd_writes_the_nfd_feature_file_and_reads_the_pool_config():
                                                "type": "DirectoryOrCreate"}} in pod["volumes"]
     assert pod["containers"][0]["command"] == ["gpu-feature-discovery"]
     assert pod["initContainers"][0]["command"] == ["config-manager"]
+
+
+def test_optional_nfd_is_off_by_default_and_schema_valid_when_on():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.nfd import nfd_objects
+    assert nfd_objects(plan(POOLS), {}) == []
+    objs = nfd_objects(plan(POOLS), {"nvidia_device_plugin_nfd_enabled": True})
+    assert [o["kind"] for o in objs[:4]] == ["CustomResourceDefinition"] * 3 + ["Namespace"]
+    for obj in objs:
+        assert_valid(obj)
+    conf = by_kind_name(objs)[("ConfigMap", "nfd-worker-conf")]["data"]["nfd-worker.conf"]
+    # vendor-only PCI labels give feature.node.kubernetes.io/pci-10de.present, the plugin's affinity label
+    assert yaml.safe_load(conf) == {"sources": {"pci": {"deviceLabelFields": ["vendor"]}}}
+    worker = by_kind_name(objs)[("DaemonSet", "nfd-worker")]["spec"]["template"]["spec"]
+    assert any(v["hostPath"]["path"] == "/etc/kubernetes/node-feature-discovery/features.d"
+               for v in worker["volumes"] if "hostPath" in v)
+    assert worker["containers"][0]["image"] == "registry.k8s.io/nfd/node-feature-discovery:v0.17.3"

@@ -17,6 +17,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import dcgm_exporter,
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import settings
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons_preflight import addon_problems
 from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import device_plugin_objects
+from ansible_collections.gpufleet.k8s.plugins.module_utils.nfd import nfd_objects
 
 
 def _plain(value):
@@ -57,6 +58,10 @@ def device_plugin_objects_filter(plan, inputs):
     return _guard(device_plugin_objects, plan, inputs)
 
 
+def nfd_objects_filter(plan, inputs):
+    return _guard(nfd_objects, plan, inputs)
+
+
 def dcgm_exporter_objects_filter(plan, inputs, service_monitor_api=False):
     return _guard(dcgm_exporter.dcgm_exporter_objects, plan, inputs, service_monitor_api)
 
@@ -92,6 +97,7 @@ class FilterModule(object):
             "addon_settings": addon_settings,
             "addon_problems": addon_problems_filter,
             "device_plugin_objects": device_plugin_objects_filter,
+            "nfd_objects": nfd_objects_filter,
             "dcgm_exporter_objects": dcgm_exporter_objects_filter,
             "dcgm_scrape_job": dcgm_scrape_job,
             "gpu_operator_values_file": gpu_operator_values_file,

@@ -25,6 +25,7 @@ DEFAULTS = {
     "nvidia_device_plugin_enabled": "auto",
     "nvidia_device_plugin_runtime_class": "auto",
     "nvidia_device_plugin_gfd_enabled": True,
+    "nvidia_device_plugin_nfd_enabled": False,
     "nvidia_device_plugin_extra_tolerations": [],
     # dcgm-exporter.
     "dcgm_exporter_namespace": "nvidia-dcgm-exporter",
@@ -65,11 +66,21 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "gpufleet", "app.kubernetes.io/par
 NO_RUNTIME_CLASS_PLATFORMS = ("eks", "gke", "gke-autopilot")
 
 
+BOOL_WORDS = {"true": True, "yes": True, "false": False, "no": False}
+
+
 def inputs(extra):
-    """``extra`` (inventory values) with every add-on default filled in."""
+    """``extra`` (inventory values) with every add-on default filled in.
+
+    Boolean and ``auto|true|false`` inputs also accept the strings true/false/yes/no (what
+    ``-e name=value`` on the command line gives)."""
     out = copy.deepcopy(DEFAULTS)
     for key, value in (extra or {}).items():
         if key in DEFAULTS and value is not None:
+            default = DEFAULTS[key]
+            if (isinstance(default, bool) or default == "auto") and isinstance(value, str) \
+                    and value.lower() in BOOL_WORDS:
+                value = BOOL_WORDS[value.lower()]
             out[key] = copy.deepcopy(value)
     return out
 

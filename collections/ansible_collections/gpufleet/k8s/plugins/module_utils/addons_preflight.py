@@ -96,9 +96,12 @@ def _check_device_plugin(plan, s, problems):
                            "there; use one of: auto, false (on GKE Standard, gpufleet_addons_mode=operator "
                            "replaces Google's plugin)" % platform)
     _auto_bool("nvidia_device_plugin_runtime_class", s["nvidia_device_plugin_runtime_class"], problems)
-    if not isinstance(s["nvidia_device_plugin_gfd_enabled"], bool):
-        problems.error("nvidia_device_plugin_gfd_enabled", "%r is not allowed; use one of: true, false"
-                       % (s["nvidia_device_plugin_gfd_enabled"],))
+    for var in ("nvidia_device_plugin_gfd_enabled", "nvidia_device_plugin_nfd_enabled"):
+        if not isinstance(s[var], bool):
+            problems.error(var, "%r is not allowed; use one of: true, false" % (s[var],))
+    if s["nvidia_device_plugin_nfd_enabled"] is True and mode == "operator":
+        problems.error("nvidia_device_plugin_nfd_enabled", "true conflicts with gpufleet_addons_mode=operator: the "
+                       "GPU Operator deploys NFD itself (value nfd.enabled); use one of: false")
     tols = s["nvidia_device_plugin_extra_tolerations"]
     if not isinstance(tols, list) or any(not isinstance(t, dict) or "operator" not in t and "key" not in t for t in tols):
         problems.error("nvidia_device_plugin_extra_tolerations", "must be a list of Kubernetes tolerations "
