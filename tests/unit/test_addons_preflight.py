@@ -140,3 +140,10 @@ def test_role_defaults_and_argument_specs_equal_the_module_utils_defaults(role, 
     expected = {k: v for k, v in DEFAULTS.items() if k.startswith(prefix)}
     assert defaults == expected
     assert {k: v["default"] for k, v in specs.items()} == expected
+
+
+def test_exporter_runtime_class_without_the_plugin_runtime_class_is_a_warning():
+    errors, warnings, _plan = run_preflight(params(nvidia_device_plugin_enabled=False))
+    assert errors == []
+    assert any(w.startswith("dcgm_exporter_runtime_class:") for w in warnings)
+    assert run_preflight(params())[1] == []

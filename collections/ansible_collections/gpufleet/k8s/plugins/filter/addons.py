@@ -74,6 +74,10 @@ def gpu_operator_values_file(plan, inputs, service_monitor_api=False):
     return _guard(gpu_operator.values_file, plan, inputs, service_monitor_api)
 
 
+def gpu_operator_values(plan, inputs, service_monitor_api=False):
+    return _guard(gpu_operator.operator_values, plan, inputs, service_monitor_api)
+
+
 def gpu_operator_objects(plan, inputs):
     return _guard(gpu_operator.operator_objects, plan, inputs)
 
@@ -101,6 +105,7 @@ class FilterModule(object):
             "dcgm_exporter_objects": dcgm_exporter_objects_filter,
             "dcgm_scrape_job": dcgm_scrape_job,
             "gpu_operator_values_file": gpu_operator_values_file,
+            "gpu_operator_values": gpu_operator_values,
             "gpu_operator_objects": gpu_operator_objects,
             "gpu_operator_policy_objects": gpu_operator_policy_objects,
             "gpu_operator_install": gpu_operator_install,

@@ -117,7 +117,13 @@ def _check_dcgm(plan, s, problems):
         if platform in ("gke", "gke-autopilot"):
             problems.error("dcgm_exporter_enabled", "true is not possible on %s: use GKE's managed DCGM metrics "
                            "(gpufleet writes their scrape job); use one of: auto, false" % platform)
-    _auto_bool("dcgm_exporter_runtime_class", s["dcgm_exporter_runtime_class"], problems)
+    if _auto_bool("dcgm_exporter_runtime_class", s["dcgm_exporter_runtime_class"], problems) \
+            and _auto_bool("nvidia_device_plugin_enabled", s["nvidia_device_plugin_enabled"], Problems()):
+        resolved = _a.settings(plan, s)
+        if resolved["dcgm_exporter_enabled"] and resolved["dcgm_exporter_runtime_class"] \
+                and not (resolved["device_plugin_enabled"] and resolved["device_plugin_runtime_class"]):
+            problems.warn("dcgm_exporter_runtime_class", "the exporter runs with RuntimeClass nvidia, which gpufleet "
+                          "renders only with the standalone device plugin; make sure the cluster has it")
     for var in ("dcgm_exporter_service_monitor", "gpu_operator_service_monitor"):
         if _auto_bool(var, s[var], problems) and s[var] is True and platform == "gke-autopilot":
             problems.error(var, "true is not possible on gke-autopilot: there is no exporter to monitor (GKE's "
