@@ -57,7 +57,7 @@ def render(preset):
         else:
             # Self-managed presets: show the operator managing driver and toolkit (toolkit.env paths).
             extra = SELF_MANAGED_OPERATOR if preset in ("kubeadm", "k3s", "rke2") else {}
-            title = "operator%s" % (" with %s" % sorted(extra.items()) if extra else "")
+            title = "operator%s" % (" (%s)" % ", ".join("%s=%s" % kv for kv in sorted(extra.items())) if extra else "")
             out.append(section(title + ": cluster/gpu-operator", objects_text(operator_objects(plan, extra))))
             out.append(section(title + ": cluster/gpu-operator/gpu-operator-values.yaml", values_file(plan, extra)))
             policy = cluster_policy_objects(plan, extra)

@@ -242,6 +242,9 @@ def check(params, plan, problems):
     _check_dcgm(plan, s, problems)
     _check_operator(plan, s, problems)
     mode = plan.get("addons_mode")
+    if mode == "standalone" and plan.get("platform") == "openshift":
+        problems.warn("gpufleet_addons_mode", "standalone on OpenShift: the device plugin, GFD and dcgm-exporter "
+                      "service accounts need the privileged SCC; the supported path is operator")
     if mode != "operator" and any(k.startswith("gpu_operator_") for k in extra if k != "gpu_operator_state"):
         problems.warn("gpufleet_addons_mode", "%s: the gpu_operator_* variables set in the inventory are not used" % mode)
 

@@ -93,11 +93,12 @@ def _config_manager(image, oneshot, process_to_signal):
     }
 
 
-def _restricted(add_sys_admin):
-    caps = {"drop": ["ALL"]}
-    if add_sys_admin:
-        caps["add"] = ["SYS_ADMIN"]
-    return {"allowPrivilegeEscalation": False, "capabilities": caps}
+def _restricted(mig):
+    """No privileges at all, except that MIG device access needs SYS_ADMIN (as upstream's chart
+    grants it: added to the runtime's default set)."""
+    if mig:
+        return {"capabilities": {"add": ["SYS_ADMIN"]}}
+    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
 def _pod_spec(s, plan, containers, init, volumes, runtime_class, process_namespace=True):
