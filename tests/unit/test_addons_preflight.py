@@ -94,6 +94,10 @@ BAD = [
      "dcgm_exporter_namespace: 'GPU_Monitoring' is not a namespace name"),
     ("NFD with the operator", params(mode="operator", nvidia_device_plugin_nfd_enabled=True),
      "nvidia_device_plugin_nfd_enabled: true conflicts with gpufleet_addons_mode=operator"),
+    ("plugin forced with mode none", params(mode="none", nvidia_device_plugin_enabled=True),
+     "nvidia_device_plugin_enabled: true has no effect with gpufleet_addons_mode=none"),
+    ("pool named default", params(pools=[{"name": "default", "gpu_type": "l4"}]),
+     "gpufleet_gpu_pools[0].name: 'default' is reserved"),
     ("bad state", params(nvidia_device_plugin_state="gone"),
      "nvidia_device_plugin_state: 'gone' is not allowed; use one of: present, absent"),
 ]

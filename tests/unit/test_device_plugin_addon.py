@@ -151,3 +151,36 @@ def test_optional_nfd_is_off_by_default_and_schema_valid_when_on():
     assert any(v["hostPath"]["path"] == "/etc/kubernetes/node-feature-discovery/features.d"
                for v in worker["volumes"] if "hostPath" in v)
     assert worker["containers"][0]["image"] == "registry.k8s.io/nfd/node-feature-discovery:v0.17.3"
+
+
+SHARING = [{"mode": "none"}, {"mode": "time-slicing", "replicas": 2}, {"mode": "time-slicing", "replicas": 16},
+           {"mode": "mps", "replicas": 4}, {"mode": "mig", "mig_strategy": "single"},
+           {"mode": "mig", "mig_strategy": "mixed"}]
+
+
+def test_any_valid_pool_set_gives_named_configs_and_valid_objects():
+    from hypothesis import given, settings, strategies as st
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
+
+    pool = st.builds(lambda name, sharing, taint: {"name": name, "gpu_type": "a100-80gb", "sharing": sharing,
+                                                   "taints": [{"key": taint, "effect": "NoSchedule"}]},
+                     st.from_regex(r"[a-z][a-z0-9]{0,10}", fullmatch=True).filter(lambda n: n != "default"), st.sampled_from(SHARING),
+                     st.sampled_from(["nvidia.com/gpu", "team", "example.com/dedicated"]))
+
+    @settings(max_examples=25, deadline=None)
+    @given(st.lists(pool, min_size=1, max_size=4, unique_by=lambda p: p["name"]))
+    def check(pools):
+        errors, _w, plan_ = run_preflight({"platform": "kubeadm", "cluster_name": "c", "addons_mode": "standalone",
+                                           "pools": pools, "apply": False, "extra": {}})
+        assert errors == []
+        objs = by_kind_name(device_plugin_objects(plan_, {}))
+        data = objs[("ConfigMap", "nvidia-device-plugin-configs")]["data"]
+        assert sorted(data) == sorted(["default"] + [p["name"] for p in pools])
+        modes = {p["sharing"]["mode"] for p in pools}
+        assert (("DaemonSet", "nvidia-device-plugin-mps-control-daemon") in objs) is ("mps" in modes)
+        tolerated = {t["key"] for t in objs[("DaemonSet", "nvidia-device-plugin")]["spec"]["template"]["spec"]["tolerations"]}
+        assert {p["taints"][0]["key"] for p in pools} <= tolerated
+        for obj in objs.values():
+            assert_valid(obj)
+
+    check()

@@ -73,6 +73,9 @@ def _check_images(s, problems):
 
 def _check_pools(plan, problems):
     for i, pool in enumerate(plan.get("pools") or []):
+        if pool.get("name") == "default":
+            problems.error("gpufleet_gpu_pools[%d].name" % i, "'default' is reserved for the device-plugin config of "
+                           "GPU nodes without a pool label; use another pool name")
         sharing = pool.get("sharing") or {}
         var = "gpufleet_gpu_pools[%d].sharing" % i
         if sharing.get("mode") == "mps" and (sharing.get("mig_strategy") or sharing.get("mig_profile")):
@@ -242,6 +245,10 @@ def check(params, plan, problems):
     _check_dcgm(plan, s, problems)
     _check_operator(plan, s, problems)
     mode = plan.get("addons_mode")
+    for var in ("nvidia_device_plugin_enabled", "dcgm_exporter_enabled"):
+        if mode == "none" and s[var] is True:
+            problems.error(var, "true has no effect with gpufleet_addons_mode=none (no add-on is deployed); use "
+                           "one of: auto, false, or gpufleet_addons_mode: standalone")
     if mode == "standalone" and plan.get("platform") == "openshift":
         problems.warn("gpufleet_addons_mode", "standalone on OpenShift: the device plugin, GFD and dcgm-exporter "
                       "service accounts need the privileged SCC; the supported path is operator")
