@@ -146,3 +146,15 @@ def test_switching_mode_or_platform_leaves_no_stale_render(tmp_path):
     assert components("-e", "gpufleet_platform=gke") == ["dcgm-exporter"]
     assert os.listdir(build / "cluster" / "dcgm-exporter") == ["prometheus-scrape-job.yaml"]
     assert components("-e", "gpufleet_addons_mode=none") == []
+
+
+def test_forced_service_monitor_is_rendered_and_valid_with_string_inputs(tmp_path):
+    """-e gives strings: 'true'/'false' work like booleans; the ServiceMonitor passes the npm schema."""
+    build = tmp_path / "example"
+    rc, out = run_site(build, "-e", "dcgm_exporter_service_monitor=true", "-e", "nvidia_device_plugin_runtime_class=false",
+                       playbook="playbooks/cluster.yml")
+    assert rc == 0, out[-3000:]
+    files = all_files(build)
+    assert "cluster/dcgm-exporter/05-servicemonitor-dcgm-exporter.yaml" in files
+    assert not any("runtimeclass" in f for f in files)
+    assert check_objects(files)["monitoring.coreos.com/v1"] == 1
