@@ -98,6 +98,8 @@ BAD = [
      "nvidia_device_plugin_enabled: true has no effect with gpufleet_addons_mode=none"),
     ("pool named default", params(pools=[{"name": "default", "gpu_type": "l4"}]),
      "gpufleet_gpu_pools[0].name: 'default' is reserved"),
+    ("pull secret not a name", params(gpufleet_image_pull_secrets=["Mirror Pull"]),
+     "gpufleet_image_pull_secrets: ['Mirror Pull'] is not a list of Secret names"),
     ("bad state", params(nvidia_device_plugin_state="gone"),
      "nvidia_device_plugin_state: 'gone' is not allowed; use one of: present, absent"),
 ]

@@ -138,3 +138,19 @@ def test_versions_file_pins_every_image():
     assert versions.image_ref("dcgm_exporter", "m.local", {"dcgm_exporter": {"tag": "4.2.3-4.1.3-ubuntu24.04"}}) \
         == "m.local/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu24.04"
     assert versions.CHARTS["gpu_operator"]["version"].startswith("v")
+
+
+def test_image_pull_secrets_reach_every_pod_and_operator_component():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import dcgm_exporter_objects
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import device_plugin_objects
+    extra = {"gpufleet_image_pull_secrets": ["mirror-pull"]}
+    values = operator_values(plan("kubeadm"), extra)
+    assert values["operator"]["imagePullSecrets"] == ["mirror-pull"]
+    assert values["driver"]["imagePullSecrets"] == ["mirror-pull"]
+    assert values["node-feature-discovery"]["imagePullSecrets"] == [{"name": "mirror-pull"}]
+    std = dict(plan("kubeadm"), addons_mode="standalone")
+    pods = [o["spec"]["template"]["spec"] for o in device_plugin_objects(std, extra) + dcgm_exporter_objects(std, extra)
+            if o["kind"] == "DaemonSet"]
+    assert len(pods) == 3 and all(p["imagePullSecrets"] == [{"name": "mirror-pull"}] for p in pods)
+    for obj in device_plugin_objects(std, extra):
+        assert_valid(obj)

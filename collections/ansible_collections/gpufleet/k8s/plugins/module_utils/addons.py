@@ -19,6 +19,7 @@ DEFAULTS = {
     # Shared by all add-on roles.
     "gpufleet_registry_prefix": "",
     "gpufleet_image_overrides": {},
+    "gpufleet_image_pull_secrets": [],
     # Standalone device plugin (+ GFD).
     "nvidia_device_plugin_namespace": "nvidia-device-plugin",
     "nvidia_device_plugin_state": "present",
@@ -179,3 +180,12 @@ def host_path(name, path, kind=None):
     if kind:
         hp["type"] = kind
     return {"name": name, "hostPath": hp}
+
+
+def with_pull_secrets(objs, secrets):
+    """Add ``imagePullSecrets`` (names of existing Secrets in each namespace) to every pod template."""
+    if secrets:
+        for obj in objs:
+            if obj.get("kind") in ("DaemonSet", "Deployment"):
+                obj["spec"]["template"]["spec"]["imagePullSecrets"] = [{"name": n} for n in secrets]
+    return objs

@@ -24,6 +24,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import (
 AUTO_BOOL = ("auto", True, False)
 STATES = ("present", "absent")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 DURATION = re.compile(r"^[0-9]+(ms|s|m)$")
 
 
@@ -45,6 +46,10 @@ def _check_images(s, problems):
     if not isinstance(prefix, str) or (prefix and not REGISTRY_PREFIX.match(prefix)):
         problems.error("gpufleet_registry_prefix", "%r is not a registry prefix; use a host[:port][/path] "
                        "without scheme, e.g. mirror.example.com:5000/nvidia" % (prefix,))
+    secrets = s["gpufleet_image_pull_secrets"]
+    if not isinstance(secrets, list) or any(not isinstance(n, str) or not DNS_SUBDOMAIN.match(n) for n in secrets):
+        problems.error("gpufleet_image_pull_secrets", "%r is not a list of Secret names; use e.g. [mirror-pull] "
+                       "(the Secrets must exist in each add-on namespace)" % (secrets,))
     overrides = s["gpufleet_image_overrides"]
     if not isinstance(overrides, dict):
         problems.error("gpufleet_image_overrides", "must be a mapping of image name to {repository, tag, digest}; "

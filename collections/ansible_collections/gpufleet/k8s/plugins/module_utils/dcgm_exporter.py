@@ -185,7 +185,7 @@ def dcgm_exporter_objects(plan, extra, service_monitor_api=False):
     if service_monitor_wanted(s["dcgm_exporter_service_monitor"], service_monitor_api, not plan.get("apply")):
         objs.append(service_monitor(ns, s["dcgm_exporter_scrape_interval"], s["dcgm_exporter_scrape_timeout"],
                                     s["dcgm_exporter_service_monitor_labels"]))
-    return objs
+    return _a.with_pull_secrets(objs, s["gpufleet_image_pull_secrets"])
 
 
 def scrape_job(plan, extra):

@@ -228,4 +228,4 @@ def device_plugin_objects(plan, extra):
             [_config_manager(image, True, "")],
             _config_volumes() + [_a.host_path("output-dir", GFD_FEATURES_DIR, "DirectoryOrCreate"),
                                  _a.host_path("host-sys", "/sys", "Directory")], rc)))
-    return objs
+    return _a.with_pull_secrets(objs, s["gpufleet_image_pull_secrets"])

@@ -164,6 +164,14 @@ def operator_values(plan, extra, service_monitor_api=False):
     if prefix:
         for path, repo in sorted(OPERATOR_REPOSITORIES.items()):
             set_path(values, path, with_prefix(repo, prefix))
+    secrets = s["gpufleet_image_pull_secrets"]
+    if secrets:
+        for path in sorted(OPERATOR_REPOSITORIES):
+            component = path.rsplit(".", 1)[0]
+            if component == "node-feature-discovery.image":
+                set_path(values, "node-feature-discovery.imagePullSecrets", [{"name": n} for n in secrets])
+            elif "." not in component:
+                set_path(values, component + ".imagePullSecrets", list(secrets))
     return deep_merge(values, s["gpu_operator_values_overrides"])
 
 

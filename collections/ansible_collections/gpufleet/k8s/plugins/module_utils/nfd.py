@@ -140,4 +140,4 @@ def nfd_objects(plan, extra):
                      "volumes": [_a.host_path(n, p) for n, p, _m in host]
                      + [{"name": "conf", "configMap": {"name": "nfd-worker-conf"}}]}}},
     })
-    return objs
+    return _a.with_pull_secrets(objs, s["gpufleet_image_pull_secrets"])
