@@ -152,4 +152,10 @@ def test_exporter_runtime_class_without_the_plugin_runtime_class_is_a_warning():
     errors, warnings, _plan = run_preflight(params(nvidia_device_plugin_enabled=False))
     assert errors == []
     assert any(w.startswith("dcgm_exporter_runtime_class:") for w in warnings)
-    assert run_preflight(params())[1] == []
+    assert [w.split(":")[0] for w in run_preflight(params())[1]] == ["gpufleet_gpu_pools[0].sharing"]  # MIG note
+
+
+def test_standalone_mig_pool_gets_a_partitioning_warning_operator_does_not():
+    warnings = run_preflight(params())[1]
+    assert any("does not partition GPUs" in w for w in warnings)
+    assert not any("does not partition GPUs" in w for w in run_preflight(params(mode="operator"))[1])
