@@ -70,6 +70,7 @@ def render(preset):
 def test_golden(preset):
     path = os.path.join(GOLDEN, preset + ".yaml")
     text = render(preset)
+    assert "&id0" not in text and "*id0" not in text, "YAML anchors in the render (shared sub-objects)"
     if os.environ.get("GPUFLEET_UPDATE_GOLDEN") == "1":
         with open(path, "w") as handle:
             handle.write(text)

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import json
 
 DEFAULTS = {
     # Shared by all add-on roles.
@@ -182,10 +183,15 @@ def host_path(name, path, kind=None):
     return {"name": name, "hostPath": hp}
 
 
+def unshare(data):
+    """A copy without shared sub-objects, so YAML dumps carry no anchors/aliases (&id001)."""
+    return json.loads(json.dumps(data))
+
+
 def with_pull_secrets(objs, secrets):
     """Add ``imagePullSecrets`` (names of existing Secrets in each namespace) to every pod template."""
     if secrets:
         for obj in objs:
             if obj.get("kind") in ("DaemonSet", "Deployment"):
                 obj["spec"]["template"]["spec"]["imagePullSecrets"] = [{"name": n} for n in secrets]
-    return objs
+    return unshare(objs)

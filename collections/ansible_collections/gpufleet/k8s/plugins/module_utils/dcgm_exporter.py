@@ -223,4 +223,4 @@ def scrape_job(plan, extra):
                         "action": "keep"},
                        {"source_labels": ["__meta_kubernetes_endpoint_port_name"], "regex": "metrics", "action": "keep"},
                        node_relabel])
-    return header + dump_yaml({"scrape_configs": [job]})
+    return header + dump_yaml(_a.unshare({"scrape_configs": [job]}))

@@ -172,7 +172,7 @@ def operator_values(plan, extra, service_monitor_api=False):
                 set_path(values, "node-feature-discovery.imagePullSecrets", [{"name": n} for n in secrets])
             elif "." not in component:
                 set_path(values, component + ".imagePullSecrets", list(secrets))
-    return deep_merge(values, s["gpu_operator_values_overrides"])
+    return _a.unshare(deep_merge(values, s["gpu_operator_values_overrides"]))
 
 
 def chart(s):
@@ -251,7 +251,7 @@ def operator_objects(plan, extra):
         objs.append({"apiVersion": "v1", "kind": "ConfigMap",
                      "metadata": {"name": DCGM_METRICS_CONFIG_MAP, "namespace": ns, "labels": _a.labels("gpu-operator")},
                      "data": {"dcgm-metrics.csv": metrics_csv(s["dcgm_exporter_extra_metrics"])}})
-    return objs
+    return _a.unshare(objs)
 
 
 def cluster_policy_objects(plan, extra):
@@ -282,10 +282,10 @@ def cluster_policy_objects(plan, extra):
     if "version" in v["driver"]:
         spec["driver"]["version"] = v["driver"]["version"]
     spec = deep_merge(spec, s["gpu_operator_values_overrides"])
-    return [
+    return _a.unshare([
         {"apiVersion": "nfd.openshift.io/v1", "kind": "NodeFeatureDiscovery",
          "metadata": {"name": "nfd-instance", "namespace": "openshift-nfd"},
          "spec": {"operand": {"servicePort": 12000}}},
         {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
          "metadata": {"name": "gpu-cluster-policy", "labels": _a.labels("gpu-operator")}, "spec": spec},
-    ]
+    ])
