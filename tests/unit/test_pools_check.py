@@ -19,7 +19,9 @@ SELF_POOL = {"name": "infer-l4", "gpu_type": "l4", "gpus_per_node": 1, "max_node
 
 
 def params(platform, pool, **extra):
-    return {"platform": platform, "cluster_name": "c1", "addons_mode": "standalone", "apply": False,
+    # OpenShift's supported add-on path is the GPU Operator (standalone there is refused by the add-on checks)
+    return {"platform": platform, "cluster_name": "c1", "addons_mode": "operator" if platform == "openshift" else "standalone",
+            "apply": False,
             "pools": [copy.deepcopy(pool)], "extra": dict(extra)}
 
 

@@ -5,7 +5,9 @@
 
 One named config per pool; nodes select theirs with the ``nvidia.com/device-plugin.config``
 label (set on the pool's nodes by provisioning). The config named ``default`` applies to GPU
-nodes without the label.
+nodes without the label. ``device_plugin_objects`` builds the standalone deployment: namespace,
+RuntimeClass, RBAC for the config-manager, the config ConfigMap, the plugin DaemonSet (with the
+config-manager init container and sidecar), the MPS control daemon when a pool uses MPS, and GFD.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -13,6 +15,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import yaml
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
+from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import image_ref
 
 
 def pool_plugin_config(pool):
@@ -40,3 +45,187 @@ def plugin_configs(pools):
     for pool in pools:
         configs[pool["name"]] = yaml.safe_dump(pool_plugin_config(pool), sort_keys=True)
     return configs
+
+
+# ---------------------------------------------------------------------------------------------
+# Standalone deployment: the objects of role nvidia_device_plugin.
+# ---------------------------------------------------------------------------------------------
+
+
+NAME = "nvidia-device-plugin"
+CONFIG_MAP = "nvidia-device-plugin-configs"
+SERVICE_ACCOUNT = "nvidia-device-plugin"
+CONFIG_LABEL = "nvidia.com/device-plugin.config"
+MPS_ROOT = "/run/nvidia/mps"
+GFD_FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
+
+
+def _env(pairs):
+    return [{"name": k, "value": v} for k, v in pairs]
+
+
+def _node_name_env():
+    return {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+
+
+def _config_manager(image, oneshot, process_to_signal):
+    """The config-manager that copies the config named by the node label into /config."""
+    env = [_node_name_env()] + _env([
+        ("ONESHOT", "true" if oneshot else "false"),
+        ("KUBECONFIG", ""),
+        ("NODE_LABEL", CONFIG_LABEL),
+        ("CONFIG_FILE_SRCDIR", "/available-configs"),
+        ("CONFIG_FILE_DST", "/config/config.yaml"),
+        ("DEFAULT_CONFIG", "default"),
+        ("FALLBACK_STRATEGIES", "named,single"),
+        ("SEND_SIGNAL", "false" if oneshot else "true"),
+        ("SIGNAL", "" if oneshot else "1"),
+        ("PROCESS_TO_SIGNAL", "" if oneshot else process_to_signal),
+    ])
+    return {
+        "name": "config-manager-init" if oneshot else "config-manager",
+        "image": image,
+        "command": ["config-manager"],
+        "env": env,
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        "volumeMounts": [{"name": "available-configs", "mountPath": "/available-configs"},
+                         {"name": "config", "mountPath": "/config"}],
+    }
+
+
+def _restricted(mig):
+    """No privileges at all, except that MIG device access needs SYS_ADMIN (as upstream's chart
+    grants it: added to the runtime's default set)."""
+    if mig:
+        return {"capabilities": {"add": ["SYS_ADMIN"]}}
+    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
+def _pod_spec(s, plan, containers, init, volumes, runtime_class, process_namespace=True):
+    spec = {
+        "priorityClassName": "system-node-critical",
+        "serviceAccountName": SERVICE_ACCOUNT,
+        "shareProcessNamespace": process_namespace,
+        "tolerations": _a.gpu_tolerations(plan, s["nvidia_device_plugin_extra_tolerations"]),
+        "affinity": _a.gpu_node_affinity(plan),
+        "initContainers": init,
+        "containers": containers,
+        "volumes": volumes,
+    }
+    if runtime_class:
+        spec["runtimeClassName"] = "nvidia"
+    return spec
+
+
+def _daemonset(name, ns, component, pod_spec):
+    sel = {"app.kubernetes.io/name": name}
+    return {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": ns, "labels": _a.labels(name, component)},
+        "spec": {
+            "selector": {"matchLabels": sel},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+            "template": {"metadata": {"labels": _a.labels(name, component)}, "spec": pod_spec},
+        },
+    }
+
+
+def _config_volumes():
+    return [{"name": "available-configs", "configMap": {"name": CONFIG_MAP}},
+            {"name": "config", "emptyDir": {}}]
+
+
+def device_plugin_objects(plan, extra):
+    """Every object of the standalone device plugin, in apply order (namespace first)."""
+    s = _a.settings(plan, extra)
+    ns = s["nvidia_device_plugin_namespace"]
+    image = image_ref("device_plugin", s["gpufleet_registry_prefix"], s["gpufleet_image_overrides"])
+    rc = s["device_plugin_runtime_class"]
+    objs = [_a.namespace(ns)]
+    if rc:
+        objs.append(_a.runtime_class())
+    objs.append({"apiVersion": "v1", "kind": "ServiceAccount",
+                 "metadata": {"name": SERVICE_ACCOUNT, "namespace": ns, "labels": _a.labels(NAME)}})
+    # config-manager reads this node's nvidia.com/device-plugin.config label: read-only on nodes.
+    objs.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                 "metadata": {"name": "gpufleet-nvidia-device-plugin", "labels": _a.labels(NAME)},
+                 "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]})
+    objs.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                 "metadata": {"name": "gpufleet-nvidia-device-plugin", "labels": _a.labels(NAME)},
+                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                             "name": "gpufleet-nvidia-device-plugin"},
+                 "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": ns}]})
+    objs.append({"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": CONFIG_MAP, "namespace": ns, "labels": _a.labels(NAME)},
+                 "data": plugin_configs(plan.get("pools") or [])})
+
+    # The device plugin.
+    env = _env([("CONFIG_FILE", "/config/config.yaml"), ("MPS_ROOT", MPS_ROOT),
+                ("NVIDIA_VISIBLE_DEVICES", "all"), ("NVIDIA_DRIVER_CAPABILITIES", "compute,utility")])
+    if s["any_mig"]:
+        env.append({"name": "NVIDIA_MIG_MONITOR_DEVICES", "value": "all"})
+    mounts = [{"name": "device-plugin", "mountPath": "/var/lib/kubelet/device-plugins"},
+              {"name": "config", "mountPath": "/config"},
+              {"name": "cdi-root", "mountPath": "/var/run/cdi"}]
+    volumes = _config_volumes() + [
+        _a.host_path("device-plugin", "/var/lib/kubelet/device-plugins", "Directory"),
+        _a.host_path("cdi-root", "/var/run/cdi", "DirectoryOrCreate"),
+    ]
+    if s["any_mps"]:
+        mounts += [{"name": "mps-root", "mountPath": "/mps"}, {"name": "mps-shm", "mountPath": "/dev/shm"}]
+        volumes += [_a.host_path("mps-root", MPS_ROOT, "DirectoryOrCreate"),
+                    _a.host_path("mps-shm", MPS_ROOT + "/shm")]
+    plugin = {"name": "nvidia-device-plugin", "image": image, "command": ["nvidia-device-plugin"], "env": env,
+              "securityContext": _restricted(s["any_mig"]), "volumeMounts": mounts,
+              "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}}}
+    objs.append(_daemonset(NAME, ns, "device-plugin", _pod_spec(
+        s, plan, [plugin, _config_manager(image, False, "nvidia-device-plugin")],
+        [_config_manager(image, True, "")], volumes, rc)))
+
+    # MPS control daemon: one per node of a pool that shares GPUs with MPS (nodes labelled with such a
+    # pool, or labelled nvidia.com/mps.capable=true by GFD). It starts nvidia-cuda-mps-control and so
+    # needs the host's PIDs.
+    if s["any_mps"]:
+        mps_name = NAME + "-mps-control-daemon"
+        mps_spec = _pod_spec(
+            s, plan,
+            [{"name": "mps-control-daemon", "image": image, "command": ["mps-control-daemon"],
+              "env": [_node_name_env()] + _env([("CONFIG_FILE", "/config/config.yaml"),
+                                                ("NVIDIA_VISIBLE_DEVICES", "all"),
+                                                ("NVIDIA_DRIVER_CAPABILITIES", "compute,utility")]),
+              "securityContext": {"privileged": True},
+              "volumeMounts": [{"name": "mps-root", "mountPath": "/mps"}, {"name": "mps-shm", "mountPath": "/dev/shm"},
+                               {"name": "config", "mountPath": "/config"}]},
+             _config_manager(image, False, "/usr/bin/mps-control-daemon")],
+            [{"name": "mps-control-daemon-mounts", "image": image, "command": ["mps-control-daemon", "mount-shm"],
+              "securityContext": {"privileged": True},
+              "volumeMounts": [{"name": "mps-root", "mountPath": "/mps", "mountPropagation": "Bidirectional"}]},
+             _config_manager(image, True, "")],
+            _config_volumes() + [_a.host_path("mps-root", MPS_ROOT, "DirectoryOrCreate"),
+                                 _a.host_path("mps-shm", MPS_ROOT + "/shm")], rc)
+        mps_spec["hostPID"] = True
+        mps_pools = sorted(p["name"] for p in plan.get("pools") or [] if (p.get("sharing") or {}).get("mode") == "mps")
+        mps_spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": _a.POOL_LABEL, "operator": "In", "values": mps_pools}]},
+            {"matchExpressions": [{"key": "nvidia.com/mps.capable", "operator": "In", "values": ["true"]}]},
+        ]}}}
+        objs.append(_daemonset(mps_name, ns, "mps-control-daemon", mps_spec))
+
+    # GPU feature discovery: writes nvidia.com/gpu.* labels as an NFD feature file on each node.
+    if s["nvidia_device_plugin_gfd_enabled"]:
+        gfd = {"name": "gpu-feature-discovery", "image": image, "command": ["gpu-feature-discovery"],
+               "env": [_node_name_env()] + _env([("CONFIG_FILE", "/config/config.yaml"),
+                                                 ("GFD_SLEEP_INTERVAL", "60s"),
+                                                 ("NVIDIA_VISIBLE_DEVICES", "all"),
+                                                 ("NVIDIA_DRIVER_CAPABILITIES", "compute,utility")]),
+               "securityContext": _restricted(s["any_mig"]),
+               "volumeMounts": [{"name": "output-dir", "mountPath": GFD_FEATURES_DIR},
+                                {"name": "host-sys", "mountPath": "/sys", "readOnly": True},
+                                {"name": "config", "mountPath": "/config"}],
+               "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}}}
+        objs.append(_daemonset("gpu-feature-discovery", ns, "gpu-feature-discovery", _pod_spec(
+            s, plan, [gfd, _config_manager(image, False, "gpu-feature-discovery")],
+            [_config_manager(image, True, "")],
+            _config_volumes() + [_a.host_path("output-dir", GFD_FEATURES_DIR, "DirectoryOrCreate"),
+                                 _a.host_path("host-sys", "/sys", "Directory")], rc)))
+    return _a.with_pull_secrets(objs, s["gpufleet_image_pull_secrets"])

@@ -15,12 +15,14 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import upgrade_plan
 from ansible_collections.gpufleet.k8s.plugins.module_utils import pools_check
 from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_config
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import validate_inventory
+from ansible_collections.gpufleet.k8s.plugins.module_utils import addons_preflight
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
 CHECKS.append(upgrade_plan.check)
 CHECKS.append(pools_check.check)
 CHECKS.append(containerd_config.check)
+CHECKS.append(addons_preflight.check)
 
 
 def run_preflight(params):
