@@ -11,10 +11,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils import driver_compat
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import validate_inventory
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
+CHECKS.append(driver_compat.check)
 
 
 def run_preflight(params):
