@@ -13,7 +13,7 @@ import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.nvidia_smi import (
-    NvidiaSmiParseError, arch_for_device_id, classify_failure, gpu_info, parse_smi_xml, scan_pci)
+    NvidiaSmiParseError, arch_for_device_id, classify_failure, gpu_info, loaded_modules, parse_smi_xml, scan_pci)
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "nvidia-smi")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -241,3 +241,17 @@ def test_module_end_to_end_driver_not_loaded_does_not_fail(tmp_path):
     assert result["nvidia_smi_failure"] == "driver-not-loaded"
     assert "couldn't communicate with the NVIDIA driver" in result["nvidia_smi_error"]
     assert result["architectures"] == ["hopper"] and result["pci_gpu_count"] == 8
+
+
+@pytest.mark.parametrize("modules,version,expected", [
+    ([], None, {"nvidia_module_loaded": False, "nvidia_module_version": None, "nouveau_loaded": False}),
+    (["nouveau"], None, {"nvidia_module_loaded": False, "nvidia_module_version": None, "nouveau_loaded": True}),
+    (["nvidia"], "535.261.03\n", {"nvidia_module_loaded": True, "nvidia_module_version": "535.261.03",
+                                   "nouveau_loaded": False}),
+])
+def test_loaded_modules_from_sys_module(tmp_path, modules, version, expected):
+    for name in modules:
+        (tmp_path / name).mkdir()
+    if version:
+        (tmp_path / "nvidia" / "version").write_text(version)
+    assert loaded_modules(str(tmp_path)) == expected

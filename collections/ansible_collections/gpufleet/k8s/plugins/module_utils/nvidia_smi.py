@@ -268,7 +268,17 @@ def scan_pci(devices_dir="/sys/bus/pci/devices"):
     return found
 
 
-def gpu_info(run_smi, devices_dir="/sys/bus/pci/devices"):
+def loaded_modules(module_dir="/sys/module"):
+    """The nvidia module's loaded version (None when not loaded) and whether nouveau is loaded."""
+    nvidia_dir = os.path.join(module_dir, "nvidia")
+    return {
+        "nvidia_module_loaded": os.path.isdir(nvidia_dir),
+        "nvidia_module_version": _read(os.path.join(nvidia_dir, "version")),
+        "nouveau_loaded": os.path.isdir(os.path.join(module_dir, "nouveau")),
+    }
+
+
+def gpu_info(run_smi, devices_dir="/sys/bus/pci/devices", module_dir="/sys/module"):
     """Everything the module returns.
 
     ``run_smi()`` runs ``nvidia-smi -q -x`` once and returns ``(rc, stdout, stderr)``, or None when
@@ -291,6 +301,7 @@ def gpu_info(run_smi, devices_dir="/sys/bus/pci/devices"):
         "architectures": sorted(set(g["architecture"] for g in pci_gpus if g["architecture"])),
         "grace_hopper": any(g["grace_hopper"] for g in pci_gpus),
     }
+    result.update(loaded_modules(module_dir))
     outcome = run_smi()
     if outcome is None:
         result["nvidia_smi_found"] = False

@@ -37,6 +37,10 @@ options:
     description: The sysfs directory listing PCI devices.
     type: path
     default: /sys/bus/pci/devices
+  sys_module_dir:
+    description: The sysfs directory listing loaded kernel modules.
+    type: path
+    default: /sys/module
 attributes:
   check_mode:
     support: full
@@ -156,6 +160,19 @@ grace_hopper:
   description: Whether any GPU is a Grace Hopper superchip (open kernel modules required).
   returned: always
   type: bool
+nvidia_module_loaded:
+  description: Whether the nvidia kernel module is loaded (C(/sys/module/nvidia)).
+  returned: always
+  type: bool
+nvidia_module_version:
+  description: Version of the loaded nvidia kernel module, null when not loaded.
+  returned: always
+  type: str
+  sample: "535.261.03"
+nouveau_loaded:
+  description: Whether the nouveau module is loaded (it must not be, for the NVIDIA driver).
+  returned: always
+  type: bool
 """
 
 import os
@@ -172,6 +189,7 @@ def argspec():
     return dict(
         nvidia_smi_path=dict(type="str", default="nvidia-smi"),
         pci_devices_dir=dict(type="path", default="/sys/bus/pci/devices"),
+        sys_module_dir=dict(type="path", default="/sys/module"),
     )
 
 
@@ -189,7 +207,7 @@ def main():
         return module.run_command([path] + NVIDIA_SMI_ARGS, environ_update={"LC_ALL": "C"})
 
     try:
-        result = gpu_info(run_smi, module.params["pci_devices_dir"])
+        result = gpu_info(run_smi, module.params["pci_devices_dir"], module.params["sys_module_dir"])
     except GpufleetError as exc:
         module.fail_json(msg="nvidia-smi output could not be read: %s" % exc.msg)
     module.exit_json(changed=False, **result)
