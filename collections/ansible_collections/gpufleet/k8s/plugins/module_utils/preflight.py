@@ -14,6 +14,7 @@ __metaclass__ = type
 from ansible_collections.gpufleet.k8s.plugins.module_utils import upgrade_plan
 from ansible_collections.gpufleet.k8s.plugins.module_utils import pools_check
 from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_config
+from ansible_collections.gpufleet.k8s.plugins.module_utils import driver_compat
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import validate_inventory
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons_preflight
 
@@ -23,6 +24,7 @@ CHECKS.append(upgrade_plan.check)
 CHECKS.append(pools_check.check)
 CHECKS.append(containerd_config.check)
 CHECKS.append(addons_preflight.check)
+CHECKS.append(driver_compat.check)
 
 
 def run_preflight(params):

@@ -1,0 +1,30 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+"""Filters for the nvidia_driver role: the per-host plan and the reboot decision."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import driver_plan, reboot_decision
+
+
+def nvidia_driver_plan(inputs):
+    """Everything the role does on one host (packages, pin, repo, errors); see driver_packages."""
+    return driver_plan(dict(inputs))
+
+
+def nvidia_driver_reboot(facts):
+    """Reboot decision from what the host reports after the install."""
+    return reboot_decision(bool(facts.get("in_container")), facts.get("loaded_version") or None,
+                           facts.get("installed_version") or None, bool(facts.get("nouveau_loaded")),
+                           bool(facts.get("allow_reboot")), bool(facts.get("is_controller")))
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "nvidia_driver_plan": nvidia_driver_plan,
+            "nvidia_driver_reboot": nvidia_driver_reboot,
+        }

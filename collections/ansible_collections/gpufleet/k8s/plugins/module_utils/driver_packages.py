@@ -1,0 +1,272 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+"""What the nvidia_driver role does on one host, decided in one place.
+
+``driver_plan`` takes the role's inputs and what was read from the host (distribution, GPUs from
+``nvidia_gpu_info``, container, Secure Boot, preinstalled-driver markers) and returns the
+packages with their version specs, the pin (apt preferences / dnf versionlock), the repository
+file, the module-parameter file and every error and warning. The role only carries it out.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import (
+    DISTROS, parse_version, resolve_flavour, validate_driver, version_satisfies,
+    with_defaults)
+
+CUDA_REPO_BASE = "https://developer.download.nvidia.com/compute/cuda/repos"
+CUDA_REPO_NAMES = {
+    "debian-12": "debian12", "debian-13": "debian13", "ubuntu-22.04": "ubuntu2204", "ubuntu-24.04": "ubuntu2404",
+    "rhel-8": "rhel8", "rocky-8": "rhel8", "almalinux-8": "rhel8",
+    "rhel-9": "rhel9", "rocky-9": "rhel9", "almalinux-9": "rhel9", "amazon-2023": "amzn2023",
+}
+# NVIDIA's signing key file in each CUDA repository
+CUDA_REPO_KEYS = {"Debian": "3bf863cc.pub", "RedHat": "D42D0685.pub"}
+CUDA_REPO_ARCH = {"x86_64": "x86_64", "aarch64": "sbsa"}
+APT_KEYRING = "/etc/apt/keyrings/gpufleet-nvidia-cuda.asc"
+APT_SOURCES = "/etc/apt/sources.list.d/gpufleet-nvidia-driver.sources"
+APT_PREFERENCES = "/etc/apt/preferences.d/gpufleet-nvidia-driver.pref"
+DNF_REPO = "/etc/yum.repos.d/gpufleet-nvidia-cuda.repo"
+MODPROBE_OPTIONS = "/etc/modprobe.d/gpufleet-nvidia.conf"
+# Where a platform ships the driver itself
+PREINSTALLED_MARKERS = {
+    "/etc/dgx-release": "DGX OS",
+    "/home/kubernetes/bin/nvidia": "GKE driver installer",
+    "/etc/eks/release": "EKS accelerated AMI",
+}
+HEADER = "Managed by gpufleet (role nvidia_driver); local changes are overwritten."
+
+
+def distro_key(distribution, version, major):
+    """``Debian``/``12`` -> ``debian-12``; ``Ubuntu``/``24.04`` -> ``ubuntu-24.04``; ``Amazon``/``2023``."""
+    name = (distribution or "").lower().replace(" ", "")
+    name = {"redhat": "rhel", "redhatenterpriselinux": "rhel", "centos": "rhel"}.get(name, name)
+    if name == "ubuntu":
+        return "ubuntu-%s" % version
+    return "%s-%s" % (name, major)
+
+
+def _version_glob(version):
+    """apt/dnf version pattern: an exact version with any package revision, or a whole branch."""
+    return "%s-*" % version["exact"] if version["exact"] else "%s.*" % version["branch"]
+
+
+def _apt_pin(packages_line, version, what):
+    return "\n".join([
+        "Explanation: %s" % HEADER,
+        "Explanation: %s stays at %s; change nvidia_driver_version to move it." % (what, _version_glob(version)),
+        "Package: %s" % packages_line,
+        "Pin: version %s" % _version_glob(version),
+        "Pin-Priority: 1001",
+        "",
+    ])
+
+
+def _deb822(uris, suites, components, signed_by=None):
+    lines = ["# %s" % HEADER, "Types: deb", "URIs: %s" % uris, "Suites: %s" % " ".join(suites)]
+    if components:
+        lines.append("Components: %s" % " ".join(components))
+    if signed_by:
+        lines.append("Signed-By: %s" % signed_by)
+    return "\n".join(lines) + "\n"
+
+
+def _debian_family(plan, distro, version, flavour, values, codename, arch):
+    branch = version["branch"]
+    glob = _version_glob(version)
+    if values["nvidia_driver_source"] == "distribution" and distro.startswith("debian"):
+        kernel_pkg = "nvidia-open-kernel-dkms" if flavour == "open" else "nvidia-kernel-dkms"
+        names = ["nvidia-driver", "nvidia-smi", kernel_pkg]
+        plan["repo_files"] = [{
+            "path": APT_SOURCES,
+            "content": _deb822(values["nvidia_driver_debian_mirror"], [codename, codename + "-updates"],
+                               ["contrib", "non-free", "non-free-firmware"])
+            + "\n" + _deb822(values["nvidia_driver_debian_security_mirror"], [codename + "-security"],
+                             ["contrib", "non-free", "non-free-firmware"]),
+        }]
+        plan["pin_file"] = {"path": APT_PREFERENCES,
+                            "content": _apt_pin("src:nvidia-graphics-drivers", version, "Debian's NVIDIA driver")}
+        plan["extra_packages"] = ["nvidia-persistenced"] if values["nvidia_driver_persistence"] else []
+        plan["keyring"] = None
+    elif values["nvidia_driver_source"] == "distribution":  # Ubuntu, Canonical's -server packages
+        suffix = "-open" if flavour == "open" else ""
+        names = ["nvidia-headless-%s-server%s" % (branch, suffix), "nvidia-utils-%s-server" % branch]
+        plan["repo_files"] = []
+        plan["pin_file"] = {"path": APT_PREFERENCES,
+                            "content": _apt_pin("src:nvidia-graphics-drivers-%s-server" % branch, version,
+                                                "Canonical's NVIDIA %s server driver" % branch)}
+        plan["extra_packages"] = []
+        plan["keyring"] = None
+    else:  # NVIDIA's CUDA repository (flat repository, signed)
+        repo = "%s/%s/%s/" % (CUDA_REPO_BASE, CUDA_REPO_NAMES[distro], CUDA_REPO_ARCH.get(arch, arch))
+        names = ["nvidia-open-%s" % branch if flavour == "open" else "cuda-drivers-%s" % branch]
+        plan["keyring"] = {"url": repo + CUDA_REPO_KEYS["Debian"], "path": APT_KEYRING}
+        plan["repo_files"] = [{"path": APT_SOURCES, "content": _deb822(repo, ["/"], [], APT_KEYRING)}]
+        plan["pin_file"] = {"path": APT_PREFERENCES, "content": _apt_pin(
+            "cuda-drivers* nvidia-open* nvidia-driver* nvidia-kernel-* nvidia-dkms-* nvidia-utils-* libnvidia-*"
+            " nvidia-compute-utils-* nvidia-firmware-* nvidia-modprobe nvidia-persistenced xserver-xorg-video-nvidia*",
+            version, "NVIDIA's CUDA-repository driver")}
+        plan["extra_packages"] = []
+    plan["packages"] = ["%s=%s" % (name, glob) for name in names]
+    plan["hold"] = names if version["exact"] else []
+    plan["package_names"] = names
+
+
+def _redhat_family(plan, distro, version, flavour, values, arch):
+    branch = version["branch"]
+    repo = "%s/%s/%s" % (CUDA_REPO_BASE, CUDA_REPO_NAMES[distro], CUDA_REPO_ARCH.get(arch, arch))
+    plan["keyring"] = None
+    plan["repo_files"] = [{"path": DNF_REPO, "content": "\n".join([
+        "# %s" % HEADER,
+        "[gpufleet-nvidia-cuda]",
+        "name=NVIDIA CUDA repository (%s)" % CUDA_REPO_NAMES[distro],
+        "baseurl=%s" % repo,
+        "enabled=1",
+        "gpgcheck=1",
+        "repo_gpgcheck=0",
+        "gpgkey=%s/%s" % (repo, CUDA_REPO_KEYS["RedHat"]),
+        "",
+    ])}]
+    kmod = "kmod-nvidia-open-dkms" if flavour == "open" else "kmod-nvidia-latest-dkms"
+    names = ["nvidia-driver", "nvidia-driver-cuda", kmod]
+    if distro == "amazon-2023":
+        plan["module_stream"] = None     # AL2023 has no module streams
+    else:
+        plan["module_stream"] = "nvidia-driver:%s-%s" % (branch, "open" if flavour == "open" else "dkms")
+    if version["exact"]:
+        # NVIDIA's RPMs carry epoch 3; "@stream:version" specs are what fails on RHEL, plain NEVRA works.
+        plan["packages"] = ["%s-3:%s" % (name, version["exact"]) for name in names]
+        plan["versionlock"] = ["%s-3:%s-*" % (name, version["exact"]) for name in names]
+    else:
+        plan["packages"] = list(names)
+        plan["versionlock"] = []
+    plan["hold"] = []
+    plan["pin_file"] = None
+    plan["extra_packages"] = ["dnf-plugin-versionlock" if distro.endswith("-8") else "python3-dnf-plugin-versionlock"]
+    plan["package_names"] = names
+
+
+def modprobe_options(params):
+    if not params:
+        return None
+    body = " ".join("%s=%s" % (k, params[k]) for k in sorted(params))
+    return "# %s\noptions nvidia %s\n" % (HEADER, body)
+
+
+def secure_boot_state(mokutil_rc, mokutil_out):
+    """``enabled``/``disabled``/``unsupported`` (no EFI, or mokutil absent: rc None)."""
+    text = (mokutil_out or "").lower()
+    if mokutil_rc is None:
+        return "unknown"
+    if "secureboot enabled" in text:
+        return "enabled"
+    if "secureboot disabled" in text:
+        return "disabled"
+    return "unsupported"
+
+
+def driver_plan(inputs):
+    """Decide everything for one host; see the module docstring. ``inputs`` keys:
+
+    values (role variables), distribution, distribution_version, distribution_major, codename,
+    os_family, architecture, gpu_info (nvidia_gpu_info result), in_container, mokutil_rc,
+    mokutil_out, markers (existing marker paths), managed_version (version of our main package
+    installed by the package manager, or ""), today (ISO date, optional).
+    """
+    values = with_defaults(inputs.get("values") or {})
+    for key in ("nvidia_driver_debian_mirror", "nvidia_driver_debian_security_mirror"):
+        values[key] = (inputs.get("values") or {}).get(key) or {
+            "nvidia_driver_debian_mirror": "http://deb.debian.org/debian",
+            "nvidia_driver_debian_security_mirror": "http://deb.debian.org/debian-security"}[key]
+    gpu = inputs.get("gpu_info") or {}
+    archs = gpu.get("architectures") or []
+    grace = bool(gpu.get("grace_hopper"))
+    distro = distro_key(inputs.get("distribution"), inputs.get("distribution_version"),
+                        inputs.get("distribution_major"))
+    today = inputs.get("today")
+    today = datetime.date(*[int(p) for p in today.split("-")]) if today else None
+    problems = validate_driver(values, archs, [distro] if distro in DISTROS else [], today=today,
+                               grace_hopper=grace)
+    if distro not in DISTROS:
+        problems.error("nvidia_driver (host OS)", "%s is not a supported node OS; use one of: %s" % (
+            distro, ", ".join(sorted(DISTROS))))
+    plan = {"distro": distro, "os_family": DISTROS.get(distro), "errors": problems.errors,
+            "warnings": problems.warnings, "in_container": bool(inputs.get("in_container")),
+            "architectures": archs}
+    if problems.errors:
+        return plan
+    version = parse_version(values["nvidia_driver_version"])
+    flavour = resolve_flavour(values["nvidia_driver_flavour"], archs, grace)
+    plan.update({"branch": version["branch"], "exact": version["exact"], "flavour": flavour,
+                 "version_glob": _version_glob(version),
+                 "module_params_file": {"path": MODPROBE_OPTIONS,
+                                        "content": modprobe_options(values["nvidia_driver_module_params"])}})
+    if plan["os_family"] == "Debian":
+        _debian_family(plan, distro, version, flavour, values, inputs.get("codename"), inputs.get("architecture"))
+        plan["module_stream"] = None
+        plan["versionlock"] = []
+    else:
+        _redhat_family(plan, distro, version, flavour, values, inputs.get("architecture"))
+
+    # A driver the platform put there (or one installed outside the package manager)
+    markers = [m for m in (inputs.get("markers") or []) if m in PREINSTALLED_MARKERS]
+    loaded = gpu.get("driver_version") if gpu.get("driver_loaded") else None
+    managed = inputs.get("managed_version") or ""
+    preinstalled = bool(markers) or bool(loaded and not managed)
+    plan["preinstalled"] = preinstalled
+    plan["preinstalled_by"] = [PREINSTALLED_MARKERS[m] for m in markers] or (
+        ["a driver outside the package manager"] if preinstalled else [])
+    plan["install"] = True
+    if preinstalled:
+        if loaded and version_satisfies(loaded, values["nvidia_driver_version"]):
+            plan["install"] = False
+            plan["warnings"].append("nvidia_driver_version: the preinstalled driver %s (%s) satisfies %s; "
+                                    "nothing is installed" % (loaded, ", ".join(plan["preinstalled_by"]),
+                                                               values["nvidia_driver_version"]))
+        elif not values["nvidia_driver_replace_preinstalled"]:
+            plan["errors"].append("nvidia_driver_version: the preinstalled driver %s (%s) does not satisfy the "
+                                  "requested %s; use one of: nvidia_driver_version matching %s, "
+                                  "nvidia_driver_replace_preinstalled: true" % (
+                                      loaded or "(not loaded)", ", ".join(plan["preinstalled_by"]),
+                                      values["nvidia_driver_version"], loaded or "it"))
+            return plan
+
+    sb = secure_boot_state(inputs.get("mokutil_rc"), inputs.get("mokutil_out"))
+    plan["secure_boot"] = sb
+    plan["sign_modules"] = sb == "enabled" and bool(values["nvidia_driver_mok_key"])
+    if sb == "enabled" and not values["nvidia_driver_mok_key"] and plan["install"]:
+        plan["errors"].append("nvidia_driver_mok_key: Secure Boot is enabled and would reject the unsigned NVIDIA "
+                              "module; use one of: nvidia_driver_mok_key + nvidia_driver_mok_cert (an enrolled "
+                              "MOK), Secure Boot disabled in firmware")
+
+    plan["module_state"] = ("not loaded: running in a container, which shares the host's kernel"
+                            if plan["in_container"] else "loaded by the role")
+    return plan
+
+
+def reboot_decision(in_container, loaded_version, installed_version, nouveau_loaded, allow_reboot, is_controller):
+    """Whether the host needs a reboot, and whether the role may do it; never in a container or on the controller."""
+    reasons = []
+    if nouveau_loaded:
+        reasons.append("nouveau is loaded and holds the GPUs")
+    if loaded_version and installed_version and not installed_version.startswith(loaded_version):
+        reasons.append("the loaded nvidia module is %s but %s is installed" % (loaded_version, installed_version))
+    if in_container:
+        return {"required": False, "reboot": False, "reasons": [],
+                "message": "no reboot: running in a container, which shares the host's kernel"}
+    if not reasons:
+        return {"required": False, "reboot": False, "reasons": [], "message": "no reboot needed"}
+    if is_controller:
+        return {"required": True, "reboot": False, "reasons": reasons,
+                "message": "reboot required (%s); not rebooting the Ansible controller" % "; ".join(reasons)}
+    if not allow_reboot:
+        return {"required": True, "reboot": False, "reasons": reasons,
+                "message": "reboot required (%s); set gpufleet_allow_reboot: true to let gpufleet reboot" %
+                           "; ".join(reasons)}
+    return {"required": True, "reboot": True, "reasons": reasons,
+            "message": "rebooting: %s" % "; ".join(reasons)}

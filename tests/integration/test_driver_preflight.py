@@ -1,0 +1,34 @@
+"""Bad driver input stops the real preflight playbook, naming the variable, before anything is written."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+
+
+def run_site(build_dir, *extra):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+    cmd = [os.path.join(BIN, "ansible-playbook"), "site.yml", "-i", "inventories/example",
+           "-e", "gpufleet_build_dir=%s" % build_dir] + list(extra)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("extra,expected", [
+    (["-e", "nvidia_driver_version=latest"], "nvidia_driver_version: 'latest' is not a driver version"),
+    (["-e", '{"nvidia_driver_flavour": "open", "gpufleet_gpu_pools": [{"name": "old", "gpu_type": "v100"}]}'],
+     "nvidia_driver_flavour: open kernel modules do not support volta GPUs"),
+    (["-e", '{"nvidia_driver_version": "535.261.03"}'],
+     "nvidia_driver_version: R535 (LTS) reached end of life on 2026-06-30"),
+])
+def test_site_stops_in_preflight(tmp_path, extra, expected):
+    build = tmp_path / "example"
+    rc, out = run_site(build, *extra)
+    assert rc != 0
+    assert expected in out, out[-3000:]
+    assert "gpufleet preflight found" in out
+    assert not build.exists() or not any(os.scandir(build))

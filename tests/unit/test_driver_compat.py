@@ -1,0 +1,207 @@
+"""Driver compatibility: version format, CUDA ranges, end of life, flavour per architecture, distros.
+
+Bad inputs go through the real preflight (run_preflight) and must name their variable.
+"""
+import copy
+import datetime
+
+import pytest
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import (
+    DEFAULTS, branch_status, parse_version, resolve_flavour, validate_driver, version_satisfies)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
+
+BASE = {"platform": "kubeadm", "cluster_name": "c1", "addons_mode": "standalone", "apply": False,
+        "pools": [{"name": "train", "gpu_type": "a100-80gb"}, {"name": "infer", "gpu_type": "l4"}], "extra": {}}
+V100 = [{"name": "old", "gpu_type": "v100"}]
+B200 = [{"name": "new", "gpu_type": "b200"}]
+T4 = [{"name": "t4", "gpu_type": "t4"}]
+JAN_2026 = datetime.date(2026, 1, 15)
+DEC_2026 = datetime.date(2026, 12, 1)
+
+
+def preflight(extra=None, pools=None, platform="kubeadm"):
+    params = copy.deepcopy(BASE)
+    params["extra"] = dict(extra or {})
+    params["platform"] = platform
+    if pools is not None:
+        params["pools"] = copy.deepcopy(pools)
+    return run_preflight(params)
+
+
+def test_defaults_pass_preflight():
+    errors, warnings, _plan = preflight()
+    assert errors == [] and warnings == []
+
+
+# (id, extra, pools, variable named, fragment of the message)
+BAD = [
+    ("version-word", {"nvidia_driver_version": "latest"}, None, "nvidia_driver_version", "'latest' is not a driver version"),
+    ("version-R-prefix", {"nvidia_driver_version": "R580"}, None, "nvidia_driver_version", "not a driver version"),
+    ("version-x", {"nvidia_driver_version": "580.x"}, None, "nvidia_driver_version", "not a driver version"),
+    ("version-four-parts", {"nvidia_driver_version": "580.95.05.1"}, None, "nvidia_driver_version", "not a driver version"),
+    ("version-space", {"nvidia_driver_version": " 580"}, None, "nvidia_driver_version", "not a driver version"),
+    ("version-float", {"nvidia_driver_version": 535.5}, None, "nvidia_driver_version", "quote it"),
+    ("version-empty", {"nvidia_driver_version": ""}, None, "nvidia_driver_version", "not a driver version"),
+    ("version-bool", {"nvidia_driver_version": True}, None, "nvidia_driver_version", "not a driver version"),
+    ("version-not-a-branch", {"nvidia_driver_version": "123"}, None, "nvidia_driver_version", "not an NVIDIA driver branch"),
+    ("eol-535", {"nvidia_driver_version": "535.261.03"}, None, "nvidia_driver_version", "end of life"),
+    ("eol-550", {"nvidia_driver_version": "550"}, None, "nvidia_driver_version", "end-of-life branch"),
+    ("eol-470", {"nvidia_driver_version": "470.82.01"}, None, "nvidia_driver_version", "use one of: 580, 595"),
+    ("flavour-unknown", {"nvidia_driver_flavour": "closed"}, None, "nvidia_driver_flavour", "use one of: auto, open, proprietary"),
+    ("open-on-volta", {"nvidia_driver_flavour": "open"}, V100, "nvidia_driver_flavour", "do not support volta"),
+    ("proprietary-on-blackwell", {"nvidia_driver_flavour": "proprietary"}, B200, "nvidia_driver_flavour",
+     "blackwell GPUs need the open kernel modules"),
+    ("595-on-volta", {"nvidia_driver_version": "595"}, V100, "nvidia_driver_version", "R580 is their last branch"),
+    ("old-branch-on-blackwell", {"nvidia_driver_version": "535", "gpufleet_allow_eol_driver": True}, B200,
+     "nvidia_driver_version", "does not support blackwell"),
+    ("cuda13-on-570", {"nvidia_driver_version": "570", "gpufleet_allow_eol_driver": True,
+                       "nvidia_driver_cuda_version": "13.0"}, None, "nvidia_driver_cuda_version", "needs a driver >= 580"),
+    ("cuda12-on-580", {"nvidia_driver_cuda_version": "12.4"}, None, "nvidia_driver_cuda_version", ">= 525 and < 580"),
+    ("cuda11-on-535", {"nvidia_driver_version": "535", "gpufleet_allow_eol_driver": True,
+                       "nvidia_driver_cuda_version": "11.8"}, None, "nvidia_driver_cuda_version", ">= 450 and < 525"),
+    ("cuda-format", {"nvidia_driver_cuda_version": "12"}, None, "nvidia_driver_cuda_version", "not a CUDA version"),
+    ("cuda-float", {"nvidia_driver_cuda_version": 12.4}, None, "nvidia_driver_cuda_version", "not a CUDA version"),
+    ("cuda-unknown-major", {"nvidia_driver_cuda_version": "10.2"}, None, "nvidia_driver_cuda_version", "use one of: 11.x, 12.x, 13.x"),
+    ("source-unknown", {"nvidia_driver_source": "runfile"}, None, "nvidia_driver_source", "use one of: distribution, nvidia"),
+    ("distro-unsupported", {"nvidia_driver_node_distros": ["debian-11"]}, None, "nvidia_driver_node_distros[0]",
+     "not a supported node OS"),
+    ("distro-not-list", {"nvidia_driver_node_distros": "debian-12"}, None, "nvidia_driver_node_distros", "must be a list"),
+    ("distribution-on-rhel", {"nvidia_driver_source": "distribution", "nvidia_driver_node_distros": ["rocky-9"]}, None,
+     "nvidia_driver_source", "rocky-9 does not ship the NVIDIA driver"),
+    ("distribution-branch-debian12", {"nvidia_driver_source": "distribution", "nvidia_driver_node_distros": ["debian-12"]},
+     None, "nvidia_driver_version", "debian-12 ships driver branch(es) 535, not R580"),
+    ("allow-eol-string", {"gpufleet_allow_eol_driver": "yes"}, None, "gpufleet_allow_eol_driver", "not a boolean"),
+    ("allow-reboot-string", {"gpufleet_allow_reboot": "true"}, None, "gpufleet_allow_reboot", "not a boolean"),
+    ("mok-key-only", {"nvidia_driver_mok_key": "/root/mok.key"}, None, "nvidia_driver_mok_cert", "needs both"),
+    ("mok-relative", {"nvidia_driver_mok_key": "mok.key", "nvidia_driver_mok_cert": "/root/mok.der"}, None,
+     "nvidia_driver_mok_key", "absolute path"),
+    ("module-params-list", {"nvidia_driver_module_params": ["NVreg_X=1"]}, None, "nvidia_driver_module_params",
+     "must map nvidia module parameter names"),
+]
+
+
+@pytest.mark.parametrize("extra,pools,var,fragment", [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_bad_input_fails_in_preflight_naming_the_variable(extra, pools, var, fragment):
+    errors, _warnings, _plan = preflight(extra, pools)
+    matching = [e for e in errors if e.startswith(var + ": ")]
+    assert matching, "no error for %s in %s" % (var, errors)
+    assert any(fragment in e for e in matching), matching
+    assert all("use one of" in e for e in matching), matching
+
+
+def test_at_least_fifteen_bad_inputs():
+    assert len(BAD) >= 15
+
+
+def test_eol_branch_is_a_warning_when_allowed():
+    errors, warnings, _plan = preflight({"nvidia_driver_version": "535.261.03", "gpufleet_allow_eol_driver": True})
+    assert errors == []
+    assert warnings == ["nvidia_driver_version: R535 (LTS) reached end of life on 2026-06-30; "
+                        "allowed by gpufleet_allow_eol_driver"]
+
+
+EKS_POOLS = [{"name": "train", "gpu_type": "a100-80gb", "gpus_per_node": 8, "zones": ["us-east-1a"], "max_nodes": 2},
+             {"name": "infer", "gpu_type": "l4", "zones": ["us-east-1a"], "max_nodes": 2}]
+
+
+def test_driver_checks_skip_cloud_platforms_that_ship_the_driver():
+    errors, _w, _p = preflight({}, pools=EKS_POOLS, platform="eks")
+    assert errors == []
+    errors, _w, _p = preflight({"nvidia_driver_version": "latest"}, pools=EKS_POOLS, platform="eks")
+    assert errors and errors[0].startswith("nvidia_driver_version: ")
+
+
+@pytest.mark.parametrize("branch,today,status", [
+    ("535", JAN_2026, "supported"), ("535", datetime.date(2026, 6, 30), "supported"),
+    ("535", datetime.date(2026, 7, 1), "eol"), ("570", JAN_2026, "supported"),
+    ("570", datetime.date(2026, 3, 1), "eol"), ("580", DEC_2026, "supported"),
+    ("580", datetime.date(2028, 9, 1), "eol"), ("595", DEC_2026, "supported"),
+    ("550", JAN_2026, "eol"), ("470", JAN_2026, "eol"), ("600", DEC_2026, "unknown-newer"),
+    ("536", DEC_2026, "unknown"),
+])
+def test_branch_status_relative_to_today(branch, today, status):
+    assert branch_status(branch, today)[0] == status
+
+
+def test_before_their_end_dates_535_and_570_pass():
+    for version in ("535.261.03", "570.172.08"):
+        values = dict(DEFAULTS, nvidia_driver_version=version)
+        problems = validate_driver(values, ["ampere"], today=JAN_2026)
+        assert (problems.errors, problems.warnings) == ([], [])
+
+
+# version, cuda, today, errors?, warnings?
+CUDA = [
+    ("580.95.05", "13.0", DEC_2026, False, False),
+    ("580.65.06", "13.0", DEC_2026, False, False),
+    ("580.60.01", "13.0", DEC_2026, False, True),    # below 13.0 GA driver: minor-version compatibility
+    ("580", "13.1", DEC_2026, False, False),
+    ("570.26", "12.8", JAN_2026, False, False),
+    ("570", "12.8", JAN_2026, False, False),
+    ("550.54.14", "12.4", JAN_2026, True, False),     # R550 is end of life: error without the flag
+    ("535.54.03", "12.2", JAN_2026, False, False),
+    ("535.261.03", "12.4", JAN_2026, False, True),    # 12.4 wants 550.54.14
+    ("535", "12.8", JAN_2026, False, True),
+    ("595", "12.4", DEC_2026, True, False),
+    ("535", "13.0", JAN_2026, True, False),
+    ("595", "13.2", DEC_2026, False, False),
+]
+
+
+@pytest.mark.parametrize("version,cuda,today,has_error,has_warning", CUDA)
+def test_cuda_driver_matrix(version, cuda, today, has_error, has_warning):
+    values = dict(DEFAULTS, nvidia_driver_version=version, nvidia_driver_cuda_version=cuda)
+    problems = validate_driver(values, ["hopper"], today=today)
+    assert bool(problems.errors) == has_error, problems.errors
+    assert bool(problems.warnings) == has_warning, problems.warnings
+
+
+@pytest.mark.parametrize("value,branch,exact", [
+    ("580", "580", None), (580, "580", None), ("580.95.05", "580", "580.95.05"), ("570.26", "570", "570.26"),
+    ("535.261.03", "535", "535.261.03"),
+])
+def test_parse_version_good(value, branch, exact):
+    parsed = parse_version(value)
+    assert (parsed["branch"], parsed["exact"]) == (branch, exact)
+
+
+@pytest.mark.parametrize("value", ["58", "5800", "580.9", "580.95.5", "580.95.05-1", "v580", "580.", None, [], 580.95])
+def test_parse_version_refuses(value):
+    with pytest.raises(ValueError):
+        parse_version(value)
+
+
+@pytest.mark.parametrize("installed,requested,ok", [
+    ("535.261.03", "535", True), ("535.261.03", "535.261.03", True), ("535.309.01", "535.261.03", False),
+    ("550.163.01", "535", False), ("garbage", "535", False), ("580.95.05", "bad", False),
+])
+def test_version_satisfies(installed, requested, ok):
+    assert version_satisfies(installed, requested) is ok
+
+
+@pytest.mark.parametrize("flavour,archs,grace,expected", [
+    ("auto", ["hopper"], False, "open"), ("auto", ["turing"], False, "open"), ("auto", ["pascal"], False, "proprietary"),
+    ("auto", ["volta", "ampere"], False, "proprietary"), ("auto", ["blackwell"], False, "open"),
+    ("auto", [], True, "open"), ("auto", [], False, "proprietary"), ("open", ["ampere"], False, "open"),
+    ("proprietary", ["ampere"], False, "proprietary"),
+])
+def test_resolve_flavour(flavour, archs, grace, expected):
+    assert resolve_flavour(flavour, archs, grace) == expected
+
+
+def test_grace_hopper_needs_open():
+    values = dict(DEFAULTS, nvidia_driver_flavour="proprietary")
+    problems = validate_driver(values, ["hopper"], grace_hopper=True, today=DEC_2026)
+    assert problems.errors == ["nvidia_driver_flavour: grace-hopper GPUs need the open kernel modules; "
+                               "use one of: open, auto"]
+
+
+def test_prefix_names_the_role_context():
+    problems = validate_driver(dict(DEFAULTS, nvidia_driver_version="x"), prefix="host1: ", today=DEC_2026)
+    assert problems.errors[0].startswith("host1: nvidia_driver_version: ")
+
+
+def test_t4_with_open_flavour_is_fine():
+    errors, _w, _p = preflight({"nvidia_driver_flavour": "open"}, T4)
+    assert errors == []
