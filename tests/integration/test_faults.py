@@ -1,0 +1,167 @@
+"""Injected faults against a real Debian 12 systemd container running Debian's containerd, with
+the nvidia_container_toolkit role and the local stand-in toolkit repository (NVIDIA's repository
+is unreachable here; molecule/nvidia_container_toolkit/files/build-standin-repo.sh builds packages
+with the real names and versions). Each test says what it injects and what it checks.
+
+Faults covered elsewhere, with the real components: broken containerd candidate and containerd
+failing to restart (rolled back) in molecule/nvidia_container_toolkit and
+tests/integration/test_containerd_real.py; bad input before any change in test_bad_inputs.py;
+a reboot that is needed but not allowed is reported, not performed (driver role, molecule
+nvidia_driver verifier + tests/unit/test_driver_packages.py).
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+NODE = "gpufleet-faults-node"
+IMAGE = "localhost/gpufleet-debian:12"
+PLAYBOOK = os.path.join(ROOT, "tests", "integration", "playbooks", "toolkit.yml")
+HOLD_LOCK = ("import fcntl, sys, time\n"
+             "handles = [open(p, 'w') for p in ('/var/lib/dpkg/lock-frontend', '/var/lib/dpkg/lock')]\n"
+             "for h in handles:\n    fcntl.lockf(h, fcntl.LOCK_EX)\n"
+             "open('/run/lock-held', 'w').close()\n"
+             "time.sleep(float(sys.argv[1]))\n")
+
+
+def podman(*args, check=True, **kw):
+    return subprocess.run(["podman"] + list(args), capture_output=True, text=True, check=check, **kw)
+
+
+def sh(cmd, check=True):
+    return podman("exec", NODE, "sh", "-c", cmd, check=check)
+
+
+def packages():
+    return sh("dpkg-query -W -f='${Package} ${Version} ${Status}\\n' | sort").stdout
+
+
+def audit():
+    """dpkg --audit prints nothing when no package is half-installed or half-configured."""
+    return sh("dpkg --audit").stdout.strip()
+
+
+def toolkit_version():
+    return sh("dpkg-query -W -f='${Version}' nvidia-container-toolkit", check=False).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def inventory(tmp_path_factory):
+    work = tmp_path_factory.mktemp("faults")
+    repo = work / "repo"
+    subprocess.run([os.path.join(ROOT, "molecule", "nvidia_container_toolkit", "files", "build-standin-repo.sh"), str(repo)],
+                   check=True, capture_output=True)
+    podman("rm", "-f", NODE, check=False)
+    podman("run", "-d", "--name", NODE, "--systemd=always", IMAGE, "/sbin/init")
+    for _ in range(60):
+        if podman("exec", NODE, "systemctl", "is-system-running", check=False).stdout.strip() in ("running", "degraded"):
+            break
+        time.sleep(0.5)
+    sh("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends containerd >/dev/null"
+       " && systemctl enable --now containerd")
+    podman("cp", str(repo), NODE + ":/srv/repo")
+    inv = work / "hosts.yml"
+    inv.write_text("all:\n  hosts:\n    %s:\n      ansible_connection: containers.podman.podman\n"
+                   "      ansible_python_interpreter: /usr/bin/python3\n"
+                   "      nvidia_container_toolkit_repo_suite: ./\n"
+                   "      nvidia_container_toolkit_repo_trusted: true\n" % NODE)
+    yield str(inv)
+    podman("rm", "-f", "-t", "0", NODE, check=False)
+
+
+def play(inventory, *extra, background=False):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"), ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"),
+               PATH=BIN + os.pathsep + os.environ["PATH"])
+    cmd = [os.path.join(BIN, "ansible-playbook"), PLAYBOOK, "-i", inventory]
+    for item in extra:
+        cmd += ["-e", item]
+    if background:
+        return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    return proc.returncode, re.sub(r"\s+", " ", proc.stdout + proc.stderr)
+
+
+def recap_changed(out):
+    match = re.search(r"%s : ok=\d+ changed=(\d+) unreachable=0 failed=(\d+)" % NODE, out)
+    assert match, out[-2000:]
+    return int(match.group(1)), int(match.group(2))
+
+
+def test_repository_unreachable_fails_clearly_and_removes_nothing(inventory):
+    """Injected: the toolkit repository URL points at a closed port on the loopback address.
+    Checked: the run fails naming the repository, no package is removed or half-installed,
+    containerd's config is untouched and containerd still runs."""
+    before, config = packages(), sh("cat /etc/containerd/config.toml 2>/dev/null; true").stdout
+    rc, out = play(inventory, "nvidia_container_toolkit_repo_url=http://127.0.0.1:9/libnvidia-container")
+    assert rc != 0
+    assert "127.0.0.1:9" in out, out[-2000:]
+    assert packages() == before and audit() == ""
+    assert sh("cat /etc/containerd/config.toml 2>/dev/null; true").stdout == config
+    assert sh("systemctl is-active containerd").stdout.strip() == "active"
+
+
+def test_apt_lock_held_briefly_waits_then_succeeds(inventory):
+    """Injected: another process holds the dpkg locks for 20 s when the run starts.
+    Checked: the run waits for the lock (takes >= ~20 s) and succeeds; the pinned version is installed."""
+    podman("exec", "-d", NODE, "python3", "-c", HOLD_LOCK, "20")
+    for _ in range(50):
+        if sh("test -e /run/lock-held", check=False).returncode == 0:
+            break
+        time.sleep(0.2)
+    start = time.monotonic()
+    rc, out = play(inventory, "nvidia_container_toolkit_repo_url=file:/srv/repo")
+    assert rc == 0, out[-3000:]
+    assert time.monotonic() - start >= 15
+    assert toolkit_version() == "1.17.8-1" and audit() == ""
+    sh("rm -f /run/lock-held")
+
+
+def test_apt_lock_held_too_long_fails_clearly_without_half_installed_packages(inventory):
+    """Injected: the dpkg locks are held for 120 s while the pin moves to 1.18.0-1 and the role's
+    apt waits at most 5 s. Checked: a clear lock failure, the old version still installed, nothing
+    half-installed."""
+    podman("exec", "-d", NODE, "python3", "-c", HOLD_LOCK, "120")
+    for _ in range(50):
+        if sh("test -e /run/lock-held", check=False).returncode == 0:
+            break
+        time.sleep(0.2)
+    rc, out = play(inventory, "nvidia_container_toolkit_repo_url=file:/srv/repo", "fault_apt_lock_timeout=5",
+                   "nvidia_container_toolkit_version=1.18.0-1")
+    sh("pkill -f lock-frontend; rm -f /run/lock-held", check=False)
+    assert rc != 0
+    assert re.search(r"lock", out, re.I), out[-2000:]
+    assert toolkit_version() == "1.17.8-1" and audit() == ""
+
+
+def test_interrupted_converge_recovers_on_rerun(inventory):
+    """Injected: the play moving the pin to 1.18.0-1 is killed (SIGKILL to the whole process group)
+    once apt starts installing. Checked: a re-run converges (1.18.0-1 installed, containerd active
+    with the nvidia runtime), a third run changes nothing, dpkg has nothing half-done."""
+    proc = play(inventory, "nvidia_container_toolkit_repo_url=file:/srv/repo", "nvidia_container_toolkit_version=1.18.0-1",
+                background=True)
+    killed_at = None
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if sh("pgrep -f 'dpkg|apt-get|apt ' >/dev/null", check=False).returncode == 0:
+            os.killpg(proc.pid, signal.SIGKILL)
+            killed_at = "package manager running"
+            break
+        time.sleep(0.05)
+    proc.wait()
+    assert killed_at, "the play ended before apt ran: %s" % proc.stdout.read()[-2000:]
+    time.sleep(2)
+    rc, out = play(inventory, "nvidia_container_toolkit_repo_url=file:/srv/repo", "nvidia_container_toolkit_version=1.18.0-1")
+    assert rc == 0, out[-3000:]
+    assert toolkit_version() == "1.18.0-1" and audit() == ""
+    assert sh("systemctl is-active containerd").stdout.strip() == "active"
+    assert "nvidia" in sh("containerd config dump").stdout
+    rc, out = play(inventory, "nvidia_container_toolkit_repo_url=file:/srv/repo", "nvidia_container_toolkit_version=1.18.0-1")
+    assert rc == 0 and recap_changed(out) == (0, 0), out[-2000:]
