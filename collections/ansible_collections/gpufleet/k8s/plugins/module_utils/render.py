@@ -51,14 +51,8 @@ def object_filename(index, obj):
     return "%02d-%s-%s.yaml" % (index, kind, safe)
 
 
-def plan_render(dest, objects, header=None):
-    """Return (writes, removes): {filename: content} to write and filenames to delete."""
-    wanted = {}
-    for index, obj in enumerate(objects):
-        text = dump_yaml(obj)
-        if header:
-            text = header + text
-        wanted[object_filename(index, obj)] = text
+def plan_files(dest, wanted):
+    """{filename: (current text or None, wanted text)} for the files of ``wanted`` that differ."""
     writes = {}
     for name, text in wanted.items():
         path = os.path.join(dest, name)
@@ -68,6 +62,18 @@ def plan_render(dest, objects, header=None):
                 current = handle.read()
         if current != text:
             writes[name] = (current, text)
+    return writes
+
+
+def plan_render(dest, objects, header=None):
+    """Return (wanted, writes, removes): every file, those to (re)write, stale ones to delete."""
+    wanted = {}
+    for index, obj in enumerate(objects):
+        text = dump_yaml(obj)
+        if header:
+            text = header + text
+        wanted[object_filename(index, obj)] = text
+    writes = plan_files(dest, wanted)
     removes = []
     if os.path.isdir(dest):
         for name in sorted(os.listdir(dest)):

@@ -85,6 +85,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet_report import build_report, render_files
+from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, plan_files
 
 
 def argspec():
@@ -108,31 +109,17 @@ def main():
     except (KeyError, TypeError, ValueError) as exc:
         module.fail_json(msg="cannot build the fleet report: %s: %s" % (type(exc).__name__, exc))
     files = render_files(report)
-    changed, diffs = [], []
-    for name, text in sorted(files.items()):
-        path = os.path.join(p["dest"], name)
-        old = open(path).read() if os.path.isfile(path) else None
-        if old != text:
-            changed.append(path)
-            diffs.append(dict(before=old or "", after=text, before_header=path, after_header=path))
-    if changed and not module.check_mode:
-        if not os.path.isdir(p["dest"]):
-            os.makedirs(p["dest"])
-        for path in changed:
-            module.atomic_move(_write_tmp(p["dest"], files[os.path.basename(path)]), path)
-    result = dict(changed=bool(changed), report=report, files=[os.path.join(p["dest"], n) for n in sorted(files)])
+    writes = plan_files(p["dest"], files)
+    if writes and not module.check_mode:
+        try:
+            apply_render(p["dest"], writes, [])
+        except OSError as exc:
+            module.fail_json(msg="cannot write the fleet report into %s: %s" % (p["dest"], exc))
+    result = dict(changed=bool(writes), report=report, files=[os.path.join(p["dest"], n) for n in sorted(files)])
     if module._diff:
-        result["diff"] = diffs
+        result["diff"] = [dict(before=old or "", after=new, before_header=os.path.join(p["dest"], name),
+                               after_header=os.path.join(p["dest"], name)) for name, (old, new) in sorted(writes.items())]
     module.exit_json(**result)
-
-
-def _write_tmp(dest, text):
-    import tempfile
-    fd, tmp = tempfile.mkstemp(dir=dest, prefix=".tmp-")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.chmod(tmp, 0o644)
-    return tmp
 
 
 if __name__ == "__main__":
