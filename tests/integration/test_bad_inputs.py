@@ -56,7 +56,7 @@ def run(playbook, extra, build_dir):
 
 
 def test_there_are_enough_cases():
-    assert len(CASES) >= 20
+    assert len(CASES) >= 40
     assert len({c["id"] for c in CASES}) == len(CASES)
 
 
