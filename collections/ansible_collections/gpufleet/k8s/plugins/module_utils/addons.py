@@ -119,7 +119,7 @@ def settings(plan, extra):
     s["any_mps"] = pools_use(plan, "mps")
     s["any_mig"] = pools_use(plan, "mig")
     from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror import apply_to_addons
-    return apply_to_addons(s, platform)
+    return apply_to_addons(s, platform, extra)
 
 
 def labels(name, component=None):

@@ -34,7 +34,7 @@ import re
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems
 from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import (
-    CHARTS, IMAGES, OLM_PACKAGES, REGISTRY_PREFIX, images as image_table, with_prefix)
+    CHARTS, IMAGES, OLM_PACKAGES, OPERATOR_REPOSITORIES, REGISTRY_PREFIX, images as image_table, with_prefix)
 
 MIRROR_DEFAULTS = {
     "gpufleet_mirror_registry": "",
@@ -185,12 +185,13 @@ def chart_file(chart_name, version, directory):
     return "%s/%s-%s.tgz" % (directory.rstrip("/"), chart_name, version)
 
 
-def apply_to_addons(s, platform):
-    """Resolved add-on settings ``s`` with the mirror registry and chart directory taking effect."""
-    prefix = effective_registry(s)
+def apply_to_addons(s, platform, extra):
+    """Resolved add-on settings ``s`` with the mirror registry and chart directory of the inventory
+    values ``extra`` taking effect."""
+    prefix = effective_registry(extra)
     if prefix:
         s["gpufleet_registry_prefix"] = prefix
-    directory = _s(s.get("gpufleet_mirror_chart_path"))
+    directory = _s((extra or {}).get("gpufleet_mirror_chart_path"))
     if directory and platform != "openshift" and not s.get("gpu_operator_chart_path") \
             and not s.get("gpu_operator_chart_repo_url"):
         version = s.get("gpu_operator_chart_version") or CHARTS["gpu_operator"]["version"]
@@ -585,13 +586,24 @@ def script_packages(man):
     return head + "\n".join(body) + "\n"
 
 
+# Image references in a rendered chart: full "image: host/path:tag" values, and the GPU Operator's
+# ClusterPolicy "repository/image/version" triplets (version may be a digest).
+OPERAND_AWK = r"""
+function val(line) { sub(/^[^:]*:[ ]*/, "", line); gsub(/["']/, "", line); return line }
+/^[ ]*repository:/ { repo = val($0); next }
+/^[ -]*image:/ { img = val($0); if (img ~ /\//) { print img; img = "" }; next }
+/^[ ]*version:/ { ver = val($0)
+  if (repo != "" && img != "") print repo "/" img (ver ~ /^sha256:/ ? "@" : ":") ver
+  repo = ""; img = ""; next }
+"""
+
+
 def script_images(man):
     head = SCRIPT_HEAD % (man["inventory"], "\n".join([
         "# Copies every container image of the manifest with skopeo:",
         "#   MIRROR=registry.example.internal:5000[/path]  -> docker://$MIRROR/<path>:<tag>",
         "#   no MIRROR                                     -> ${OUT:-./images}/<name>.tar (oci-archive)"]))
     body = ['MIRROR=${MIRROR:-%s}' % man["mirror"]["registry"], 'OUT=${OUT:-$PWD/images}',
-            'HERE=$(cd "$(dirname "$0")" && pwd)',
             'copy() {',
             '  local src=$1 path=$2',
             '  if [ -n "$MIRROR" ]; then',
@@ -608,18 +620,27 @@ def script_images(man):
     for chart in man["charts"]:
         body += [
             "",
-            "# GPU Operator operands: every image the pinned chart renders with gpufleet's values.",
+            "# GPU Operator operands: every image the pinned chart renders with gpufleet's values",
+            "# (ClusterPolicy repository/image/version triplets and full image references). The driver",
+            "# image tag carries the node OS (<version>-<os>): DRIVER_OS lists the ones to copy.",
+            "DRIVER_OS=${DRIVER_OS:-ubuntu22.04 ubuntu24.04}",
+            "here=$(cd \"$(dirname \"$0\")\" && pwd)",
             "tmp=$(mktemp -d); trap 'rm -rf \"$tmp\"' EXIT",
             "helm pull %s --repo %s --version %s --destination \"$tmp\"" % (
                 _q(chart["name"]), _q(chart["repo_url"]), _q(chart["version"])),
-            "values=\"$HERE/../%s\"" % chart["values_file"],
+            "values=\"$here/../%s\"" % chart["values_file"],
             "[ -f \"$values\" ] || values=/dev/null",
-            "helm template gpufleet \"$tmp/%s\" --values \"$values\" --set operator.repository=%s "
-            "| grep -Eo '(image|repository|version): *\"?[^\" ]+' >\"$tmp/refs\" || true" % (
-                chart["file"], _q("nvcr.io/nvidia")),
-            "grep -Eo '[a-z0-9.-]+\\.[a-z]+(:[0-9]+)?/[^\" ]+:[^\" ]+' \"$tmp/refs\" | sort -u | while read -r src; do",
-            "  copy \"$src\" \"${src#*/}\"",
-            "done",
+            "# the upstream repositories (the values may point at the mirror already)",
+            "helm template gpufleet \"$tmp/%s\" --values \"$values\" %s \\" % (chart["file"], " ".join(
+                "--set %s" % _q("%s=%s" % (path, repo))
+                for path, repo in sorted(OPERATOR_REPOSITORIES.items()))),
+            "  | awk %s | sort -u >\"$tmp/refs\"" % _q(OPERAND_AWK),
+            "while read -r src; do",
+            "  case $src in",
+            "    */driver:*) for os in $DRIVER_OS; do copy \"$src-$os\" \"${src#*/}-$os\"; done ;;",
+            "    *) copy \"$src\" \"${src#*/}\" ;;",
+            "  esac",
+            "done <\"$tmp/refs\"",
         ]
     body.append('echo "images copied"')
     return head + "\n".join(body) + "\n"
