@@ -498,41 +498,71 @@ def _q(value):
     return "'" + str(value).replace("'", "'\\''") + "'"
 
 
+# Shell function run inside the distro container: one repository index (a dists/<suite> folder or
+# a flat repository) with its signed Release files and the amd64 package lists (also under
+# by-hash/SHA256/, which apt asks for first), so apt verifies the mirror with the upstream key.
+APT_INDEX_FUNCTION = r"""mirror_index() {
+  local base=${1%/} filter=$2 rel release f h d
+  rel=${base#*://}; mkdir -p "/out/$rel"
+  for f in InRelease Release Release.gpg; do curl -fsSL "$base/$f" -o "/out/$rel/$f" || rm -f "/out/$rel/$f"; done
+  release=/out/$rel/InRelease; [ -f "$release" ] || release=/out/$rel/Release
+  awk '/^SHA256:/ {s = 1; next} /^[^ ]/ {s = 0} s {print $3}' "$release" \
+    | grep -E '^(([^/]+/)?binary-(amd64|all)/Packages(\.gz|\.xz)?|([^/]+/)?i18n/Translation-en(\.bz2|\.xz)?|Packages(\.gz|\.xz)?)$' \
+    | grep -E "$filter" | sort -u | while read -r f; do
+      mkdir -p "/out/$rel/$(dirname "$f")"
+      if curl -fsSL "$base/$f" -o "/out/$rel/$f"; then
+        h=$(sha256sum "/out/$rel/$f" | cut -d' ' -f1); d=/out/$rel/$(dirname "$f")/by-hash/SHA256
+        mkdir -p "$d"; cp "/out/$rel/$f" "$d/$h"
+      else
+        rm -f "/out/$rel/$f"
+      fi
+    done
+}"""
+
+
 def _apt_setup(sec):
     """Shell lines run inside the distro container: the sources the roles add, then the fetch."""
     lines = ["apt-get update -qq", "apt-get install -y -qq --no-install-recommends ca-certificates curl gnupg >/dev/null",
-             "install -d -m 0755 /etc/apt/keyrings"]
+             "install -d -m 0755 /etc/apt/keyrings", APT_INDEX_FUNCTION]
     for index, key in enumerate(sec["keys"]):
         lines.append("curl -fsSL %s -o /etc/apt/keyrings/gpufleet-%d.asc" % (_q(key["url"]), index))
-    for index, repo in enumerate(sec["repositories"]):
+        lines.append("k=%s; mkdir -p \"/out/${k%%/*}\"; cp /etc/apt/keyrings/gpufleet-%d.asc \"/out/$k\"" % (
+            _q(key["url"].split("://", 1)[1]), index))
+    for repo in sec["repositories"]:
         key_index = next((i for i, k in enumerate(sec["keys"]) if k["component"] == repo["component"]), None)
         signed = " [signed-by=/etc/apt/keyrings/gpufleet-%d.asc]" % key_index if key_index is not None else ""
-        if repo["url"].startswith(DEBIAN_ARCHIVE) or repo["url"].startswith(DEBIAN_SECURITY):
-            suites = [sec["codename"], sec["codename"] + "-updates"] if repo["url"].rstrip("/") == DEBIAN_ARCHIVE \
+        url = repo["url"].rstrip("/")
+        if url in (DEBIAN_ARCHIVE, DEBIAN_SECURITY):
+            suites = [sec["codename"], sec["codename"] + "-updates"] if url == DEBIAN_ARCHIVE \
                 else [sec["codename"] + "-security"]
             for suite in suites:
                 lines.append("echo %s >>/etc/apt/sources.list.d/gpufleet.list" % _q(
-                    "deb %s %s contrib non-free non-free-firmware" % (repo["url"], suite)))
+                    "deb %s %s contrib non-free non-free-firmware" % (url, suite)))
+                lines.append("mirror_index %s %s" % (_q("%s/dists/%s" % (url, suite)),
+                                                     _q("^(contrib|non-free|non-free-firmware)/")))
         else:
-            lines.append("echo %s >>/etc/apt/sources.list.d/gpufleet.list" % _q(
-                "deb%s %s /" % (signed, repo["url"])))
+            lines.append("echo %s >>/etc/apt/sources.list.d/gpufleet.list" % _q("deb%s %s/ /" % (signed, url)))
+            lines.append("mirror_index %s %s" % (_q(url), _q(".")))
     specs = " ".join(_q(p["name"] + ("=" + p["version"] if p["version"] != "(newest)" else ""))
                      for p in sec["packages"])
     lines += [
-        "apt-get --print-uris update | awk '{print $1}' | tr -d \"'\" >/out/.index-uris",
         "apt-get update -qq",
-        "apt-get install -y --no-install-recommends --print-uris %s ${KERNEL_PKGS} "
+        "# shellcheck disable=SC2086",
+        "apt-get install -y --no-install-recommends --print-uris %s $KERNEL_PKGS "
         "| awk '/^.http/ {print $1}' | tr -d \"'\" >/out/.package-uris" % specs,
-        "for uri in $(cat /out/.index-uris /out/.package-uris); do",
+        "while read -r uri; do",
         "  rel=${uri#*://}; mkdir -p \"/out/${rel%/*}\"",
-        "  curl -fsSL \"$uri\" -o \"/out/$rel\" || echo \"optional index not found: $uri\"",
-        "done",
+        "  curl -fsSL \"$uri\" -o \"/out/$rel\"",
+        "done </out/.package-uris",
     ]
     return lines
 
 
 def _dnf_setup(sec):
     lines = ["dnf install -y -q 'dnf-command(download)' >/dev/null"]
+    for key in sec["keys"]:
+        rel = key["url"].split("://", 1)[1]
+        lines.append("k=%s; mkdir -p \"/out/${k%%/*}\"; curl -fsSL %s -o \"/out/$k\"" % (_q(rel), _q(key["url"])))
     for index, repo in enumerate(sec["repositories"]):
         key = next((k["url"] for k in sec["keys"] if k["component"] == repo["component"]), "")
         lines.append("printf '%%s\\n' '[gpufleet-%d]' 'name=gpufleet %s' %s 'enabled=1' 'gpgcheck=1' %s "
@@ -541,16 +571,17 @@ def _dnf_setup(sec):
     specs = " ".join(_q(p["name"] + ("-" + p["version"] if p["version"] != "(newest)" else ""))
                      for p in sec["packages"])
     lines += [
-        "dnf download -q --resolve --urls %s ${KERNEL_PKGS} >/out/.package-uris" % specs,
-        "for uri in $(cat /out/.package-uris); do rel=${uri#*://}; mkdir -p \"/out/${rel%/*}\"; "
-        "curl -fsSL \"$uri\" -o \"/out/$rel\"; done",
+        "# shellcheck disable=SC2086",
+        "dnf download -q --resolve --urls %s $KERNEL_PKGS >/out/.package-uris" % specs,
+        "while read -r uri; do rel=${uri#*://}; mkdir -p \"/out/${rel%/*}\"; "
+        "curl -fsSL \"$uri\" -o \"/out/$rel\"; done </out/.package-uris",
     ]
     for repo in sec["repositories"]:
         base = repo["url"].rstrip("/")
         lines += [
             "rel=%s; mkdir -p \"/out/$rel/repodata\"" % _q(base.split("://", 1)[1]),
             "curl -fsSL %s -o \"/out/$rel/repodata/repomd.xml\"" % _q(base + "/repodata/repomd.xml"),
-            "for f in $(grep -o 'href=\"[^\"]*\"' \"/out/$rel/repodata/repomd.xml\" | cut -d'\"' -f2); do "
+            "grep -o 'href=\"[^\"]*\"' \"/out/$rel/repodata/repomd.xml\" | cut -d'\"' -f2 | while read -r f; do "
             "curl -fsSL %s\"/$f\" -o \"/out/$rel/$f\"; done" % _q(base),
         ]
     return lines
@@ -579,6 +610,7 @@ def script_packages(man):
             "kernel_pkgs=''",
             "for k in $KERNELS; do kernel_pkgs=\"$kernel_pkgs %s\"; done" % (header_fmt % "$k"),
             "mkdir -p \"$OUT/%s\"" % distro,
+            "# shellcheck disable=SC2016  # expanded inside the container",
             "\"$ENGINE\" run --rm -e KERNEL_PKGS=\"$kernel_pkgs\" -v \"$OUT/%s:/out\" %s bash -euo pipefail -c %s" % (
                 distro, _q(sec["fetch_image"]), _q("\n".join(inner))),
         ]
