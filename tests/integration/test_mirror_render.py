@@ -132,3 +132,36 @@ def test_no_upstream_left_with_mirror_variables(inventory, mode, tmp_path):
     man = json.loads((build / "mirror" / "manifest.json").read_text())
     for img in man["images"]:
         assert img["mirror"].startswith("registry.mirror.internal:5000/gpufleet/"), img
+
+
+def test_check_mode_on_a_fresh_dir_writes_nothing(tmp_path):
+    build = tmp_path / "example"
+    rc, out = mirror_run(build, "example", "--check", "--diff")
+    assert rc == 0, out[-3000:]
+    assert recap(out)["changed"] == 1
+    assert "+++ after: %s/mirror/manifest.md" % build in out
+    assert not build.exists()
+
+
+def test_toolkit_repository_follows_the_package_mirror(tmp_path):
+    """The toolkit role's own vars (vars/Debian.yml, vars/RedHat.yml) with the package mirror set."""
+    playbook = tmp_path / "pb.yml"
+    playbook.write_text(
+        "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+        "    - ansible.builtin.setup: {gather_subset: [min]}\n"
+        "    - ansible.builtin.include_vars: {file: %s/roles/nvidia_container_toolkit/vars/%s.yml}\n"
+        "    - ansible.builtin.debug: {msg: 'URL={{ __nvidia_container_toolkit_repo_url }}'}\n"
+        % (ROOT, "Debian") +
+        "    - ansible.builtin.include_vars: {file: %s/roles/nvidia_container_toolkit/vars/RedHat.yml}\n"
+        "    - ansible.builtin.debug: {msg: 'URL={{ __nvidia_container_toolkit_repo_url }}'}\n" % ROOT)
+
+    def urls(*extra):
+        rc, out = run_site(tmp_path / "b", *extra, playbook=str(playbook))
+        assert rc == 0, out[-3000:]
+        return re.findall(r"URL=(\S+?)['\"]?$", out, re.M)
+
+    assert urls() == ["https://nvidia.github.io/libnvidia-container/stable/deb/amd64",
+                      "https://nvidia.github.io/libnvidia-container/stable/rpm/$basearch"]
+    assert urls("-e", "gpufleet_mirror_package_url=https://pkgs.internal/m") == [
+        "https://pkgs.internal/m/nvidia.github.io/libnvidia-container/stable/deb/amd64",
+        "https://pkgs.internal/m/nvidia.github.io/libnvidia-container/stable/rpm/$basearch"]
