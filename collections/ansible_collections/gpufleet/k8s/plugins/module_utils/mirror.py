@@ -581,6 +581,8 @@ def _dnf_setup(sec):
         lines += [
             "rel=%s; mkdir -p \"/out/$rel/repodata\"" % _q(base.split("://", 1)[1]),
             "curl -fsSL %s -o \"/out/$rel/repodata/repomd.xml\"" % _q(base + "/repodata/repomd.xml"),
+            "curl -fsSL %s -o \"/out/$rel/repodata/repomd.xml.asc\" || rm -f \"/out/$rel/repodata/repomd.xml.asc\"" % _q(
+                base + "/repodata/repomd.xml.asc"),
             "grep -o 'href=\"[^\"]*\"' \"/out/$rel/repodata/repomd.xml\" | cut -d'\"' -f2 | while read -r f; do "
             "curl -fsSL %s\"/$f\" -o \"/out/$rel/$f\"; done" % _q(base),
         ]
