@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need_pkgs=(podman runc fuse-overlayfs slirp4netns uidmap debootstrap containerd dpkg-dev)
+need_pkgs=(podman runc fuse-overlayfs slirp4netns uidmap debootstrap containerd dpkg-dev shellcheck)
 missing=()
 for p in "${need_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -118,7 +118,8 @@ def settings(plan, extra):
                                               platform not in NO_RUNTIME_CLASS_PLATFORMS)
     s["any_mps"] = pools_use(plan, "mps")
     s["any_mig"] = pools_use(plan, "mig")
-    return s
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror import apply_to_addons
+    return apply_to_addons(s, platform, extra)
 
 
 def labels(name, component=None):

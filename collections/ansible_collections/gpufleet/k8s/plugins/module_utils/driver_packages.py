@@ -15,6 +15,7 @@ __metaclass__ = type
 
 import datetime
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror import debian_mirrors, mirror_url
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import (
     DISTROS, parse_version, resolve_flavour, validate_driver, version_satisfies,
     with_defaults)
@@ -49,6 +50,11 @@ def distro_key(distribution, version, major):
     if name == "ubuntu":
         return "ubuntu-%s" % version
     return "%s-%s" % (name, major)
+
+
+def _cuda_base(values):
+    """NVIDIA's CUDA repository root, through gpufleet_mirror_package_url when set."""
+    return mirror_url(CUDA_REPO_BASE, values.get("gpufleet_mirror_package_url") or "")
 
 
 def _version_glob(version):
@@ -103,7 +109,7 @@ def _debian_family(plan, distro, version, flavour, values, codename, arch):
         plan["extra_packages"] = []
         plan["keyring"] = None
     else:  # NVIDIA's CUDA repository (flat repository, signed)
-        repo = "%s/%s/%s/" % (CUDA_REPO_BASE, CUDA_REPO_NAMES[distro], CUDA_REPO_ARCH.get(arch, arch))
+        repo = "%s/%s/%s/" % (_cuda_base(values), CUDA_REPO_NAMES[distro], CUDA_REPO_ARCH.get(arch, arch))
         names = ["nvidia-open-%s" % branch if flavour == "open" else "cuda-drivers-%s" % branch]
         plan["keyring"] = {"url": repo + CUDA_REPO_KEYS["Debian"], "path": APT_KEYRING}
         plan["repo_files"] = [{"path": APT_SOURCES, "content": _deb822(repo, ["/"], [], APT_KEYRING)}]
@@ -119,7 +125,7 @@ def _debian_family(plan, distro, version, flavour, values, codename, arch):
 
 def _redhat_family(plan, distro, version, flavour, values, arch):
     branch = version["branch"]
-    repo = "%s/%s/%s" % (CUDA_REPO_BASE, CUDA_REPO_NAMES[distro], CUDA_REPO_ARCH.get(arch, arch))
+    repo = "%s/%s/%s" % (_cuda_base(values), CUDA_REPO_NAMES[distro], CUDA_REPO_ARCH.get(arch, arch))
     plan["keyring"] = None
     plan["repo_files"] = [{"path": DNF_REPO, "content": "\n".join([
         "# %s" % HEADER,
@@ -183,6 +189,10 @@ def driver_plan(inputs):
         values[key] = (inputs.get("values") or {}).get(key) or {
             "nvidia_driver_debian_mirror": "http://deb.debian.org/debian",
             "nvidia_driver_debian_security_mirror": "http://deb.debian.org/debian-security"}[key]
+    mirror_inputs = dict((k, v) for k, v in (inputs.get("values") or {}).items() if k.startswith("gpufleet_mirror_"))
+    values["gpufleet_mirror_package_url"] = mirror_inputs.get("gpufleet_mirror_package_url") or ""
+    values["nvidia_driver_debian_mirror"], values["nvidia_driver_debian_security_mirror"] = debian_mirrors(
+        mirror_inputs, values["nvidia_driver_debian_mirror"], values["nvidia_driver_debian_security_mirror"])
     gpu = inputs.get("gpu_info") or {}
     archs = gpu.get("architectures") or []
     grace = bool(gpu.get("grace_hopper"))

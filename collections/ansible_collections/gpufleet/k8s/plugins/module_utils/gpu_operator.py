@@ -214,7 +214,10 @@ def values_file(plan, extra, service_monitor_api=False):
     ch = chart(s)
     header = ["# GPU Operator Helm values rendered by gpufleet for cluster %s (preset %s)."
               % (plan.get("cluster_name"), preset(plan, s)),
-              "# Chart: %s %s from %s" % (ch["name"], ch["version"], ch["path"] or ch["repo_url"])]
+              ("# Chart: %s %s from %s" % (ch["name"], ch["version"], ch["path"] or ch["repo_url"])
+               if preset(plan, s) != "openshift" else
+               "# Installed through OLM (%s, channel %s); these values build the ClusterPolicy." % (
+                   OLM_PACKAGES["gpu_operator"]["package"], OLM_PACKAGES["gpu_operator"]["channel"]))]
     header += ["# Note: " + line for line in notes(plan, extra)]
     return "\n".join(header) + "\n" + dump_yaml(operator_values(plan, extra, service_monitor_api))
 

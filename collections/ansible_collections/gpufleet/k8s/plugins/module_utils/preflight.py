@@ -17,6 +17,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_con
 from ansible_collections.gpufleet.k8s.plugins.module_utils import driver_compat
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import validate_inventory
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons_preflight
+from ansible_collections.gpufleet.k8s.plugins.module_utils import mirror
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
@@ -25,6 +26,7 @@ CHECKS.append(pools_check.check)
 CHECKS.append(containerd_config.check)
 CHECKS.append(addons_preflight.check)
 CHECKS.append(driver_compat.check)
+CHECKS.append(mirror.check)
 
 
 def run_preflight(params):

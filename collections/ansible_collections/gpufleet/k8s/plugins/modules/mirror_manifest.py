@@ -1,0 +1,147 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: mirror_manifest
+short_description: Write the air-gap mirror manifest of a gpufleet inventory and its fetch scripts
+version_added: "0.1.0"
+description:
+  - Computes everything the inventory downloads (OS packages per node OS with versions, their
+    repositories and signing keys, container images with tags and digests, Helm charts, OLM
+    packages) and writes C(manifest.json), C(manifest.md) and the scripts C(fetch-packages.sh),
+    C(fetch-images.sh), C(fetch-charts.sh) into I(dest).
+  - The scripts are meant for a connected machine; nothing is downloaded by this module.
+  - Output is deterministic; a second run with the same inputs reports no change.
+author:
+  - gpufleet maintainers
+options:
+  dest:
+    description: Directory to write into (created when missing), usually C(build/<inventory>/mirror).
+    type: path
+    required: true
+  plan:
+    description: The normalized plan published by the gpufleet role (C(gpufleet_plan)).
+    type: dict
+    required: true
+  values:
+    description: Inventory values (gpufleet_*, nvidia_*, gpu_*) merged over the node roles' defaults.
+    type: dict
+    default: {}
+  node_hosts:
+    description: Hosts of the C(gpu_nodes) group (OS packages are listed only when there are some).
+    type: list
+    elements: str
+    default: []
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Write the mirror manifest
+  gpufleet.k8s.mirror_manifest:
+    dest: "{{ gpufleet_plan.build_dir }}/mirror"
+    plan: "{{ gpufleet_plan }}"
+    values: "{{ inventory_values }}"
+    node_hosts: "{{ groups['gpu_nodes'] | default([]) }}"
+"""
+
+RETURN = r"""
+manifest:
+  description: The manifest (as written to manifest.json).
+  returned: always
+  type: dict
+files:
+  description: Paths of the files the module manages in I(dest).
+  returned: always
+  type: list
+  elements: str
+written:
+  description: Files written (or that would be written in check mode).
+  returned: always
+  type: list
+  elements: str
+"""
+
+import json
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror import (
+    manifest, manifest_markdown, problems_of, scripts)
+
+
+def argspec():
+    return dict(
+        dest=dict(type="path", required=True),
+        plan=dict(type="dict", required=True),
+        values=dict(type="dict", default={}),
+        node_hosts=dict(type="list", elements="str", default=[]),
+    )
+
+
+def wanted_files(plan, values, node_hosts):
+    errors = problems_of(plan, values)
+    if errors:
+        raise GpufleetError("mirror inputs: " + "; ".join(errors), errors=errors)
+    man = manifest(plan, values, node_hosts)
+    files = {"manifest.json": (json.dumps(man, indent=2, sort_keys=True) + "\n", 0o644),
+             "manifest.md": (manifest_markdown(man), 0o644)}
+    for name, text in scripts(man).items():
+        files[name] = (text, 0o755)
+    return man, files
+
+
+def write(dest, name, text, mode):
+    fd, tmp = tempfile.mkstemp(dir=dest, prefix=".tmp-")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.chmod(tmp, mode)
+    os.rename(tmp, os.path.join(dest, name))
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    dest = module.params["dest"]
+    try:
+        man, files = wanted_files(module.params["plan"], module.params["values"], module.params["node_hosts"])
+    except GpufleetError as exc:
+        module.fail_json(msg=exc.msg, **exc.details)
+    written, diffs = [], []
+    for name in sorted(files):
+        text, mode = files[name]
+        path = os.path.join(dest, name)
+        current = None
+        if os.path.isfile(path):
+            with open(path) as handle:
+                current = handle.read()
+        if current != text or (current is not None and (os.stat(path).st_mode & 0o777) != mode):
+            written.append(path)
+            diffs.append({"before_header": path, "after_header": path, "before": current or "", "after": text})
+    if written and not module.check_mode:
+        if not os.path.isdir(dest):
+            os.makedirs(dest)
+        for path in written:
+            name = os.path.basename(path)
+            write(dest, name, files[name][0], files[name][1])
+    result = dict(changed=bool(written), manifest=man, files=[os.path.join(dest, n) for n in sorted(files)],
+                  written=written)
+    if module._diff:
+        result["diff"] = diffs
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
