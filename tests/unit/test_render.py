@@ -50,3 +50,18 @@ def test_check_mode_plan_changes_nothing(tmp_path):
 def test_object_without_kind_or_name_is_refused(obj):
     with pytest.raises(GpufleetError):
         object_filename(0, obj)
+
+
+def test_plan_files_sees_mode_changes_and_apply_sets_modes(tmp_path):
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.render import file_diffs, plan_files
+    modes = {"fetch.sh": 0o755}
+    writes = plan_files(str(tmp_path), {"fetch.sh": "#!/bin/sh\n", "a.md": "x\n"}, modes)
+    apply_render(str(tmp_path), writes, [], modes)
+    assert oct(os.stat(tmp_path / "fetch.sh").st_mode & 0o777) == "0o755"
+    assert oct(os.stat(tmp_path / "a.md").st_mode & 0o777) == "0o644"
+    assert plan_files(str(tmp_path), {"fetch.sh": "#!/bin/sh\n", "a.md": "x\n"}, modes) == {}
+    os.chmod(tmp_path / "fetch.sh", 0o644)
+    again = plan_files(str(tmp_path), {"fetch.sh": "#!/bin/sh\n"}, modes)
+    assert list(again) == ["fetch.sh"]
+    diffs = file_diffs(str(tmp_path), again, ["old.yaml"])
+    assert diffs[0]["after"] == "#!/bin/sh\n" and diffs[1]["after_header"] == "(removed)"

@@ -85,7 +85,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet_report import build_report, render_files
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, plan_files
+from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, file_diffs, plan_files
 
 
 def argspec():
@@ -117,8 +117,7 @@ def main():
             module.fail_json(msg="cannot write the fleet report into %s: %s" % (p["dest"], exc))
     result = dict(changed=bool(writes), report=report, files=[os.path.join(p["dest"], n) for n in sorted(files)])
     if module._diff:
-        result["diff"] = [dict(before=old or "", after=new, before_header=os.path.join(p["dest"], name),
-                               after_header=os.path.join(p["dest"], name)) for name, (old, new) in sorted(writes.items())]
+        result["diff"] = file_diffs(p["dest"], writes)
     module.exit_json(**result)
 
 

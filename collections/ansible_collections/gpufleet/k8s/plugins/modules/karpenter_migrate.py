@@ -91,7 +91,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import load_v1alpha5, migrate, migration_notes
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, plan_render
+from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, file_diffs, plan_render
 
 
 def argspec():
@@ -132,8 +132,7 @@ def main():
         result["changed"] = bool(writes or removes)
         result["written"] = [os.path.join(dest, name) for name in sorted(writes)]
         if module._diff:
-            result["diff"] = [dict(before=old or "", after=new, before_header=os.path.join(dest, name),
-                                   after_header=os.path.join(dest, name)) for name, (old, new) in sorted(writes.items())]
+            result["diff"] = file_diffs(dest, writes)
     module.exit_json(**result)
 
 

@@ -74,11 +74,11 @@ written:
 
 import json
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, file_diffs, plan_files
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror import (
     manifest, manifest_markdown, problems_of, scripts)
 
@@ -104,14 +104,6 @@ def wanted_files(plan, values, node_hosts):
     return man, files
 
 
-def write(dest, name, text, mode):
-    fd, tmp = tempfile.mkstemp(dir=dest, prefix=".tmp-")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.chmod(tmp, mode)
-    os.rename(tmp, os.path.join(dest, name))
-
-
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
     dest = module.params["dest"]
@@ -119,27 +111,19 @@ def main():
         man, files = wanted_files(module.params["plan"], module.params["values"], module.params["node_hosts"])
     except GpufleetError as exc:
         module.fail_json(msg=exc.msg, **exc.details)
-    written, diffs = [], []
-    for name in sorted(files):
-        text, mode = files[name]
-        path = os.path.join(dest, name)
-        current = None
-        if os.path.isfile(path):
-            with open(path) as handle:
-                current = handle.read()
-        if current != text or (current is not None and (os.stat(path).st_mode & 0o777) != mode):
-            written.append(path)
-            diffs.append({"before_header": path, "after_header": path, "before": current or "", "after": text})
-    if written and not module.check_mode:
-        if not os.path.isdir(dest):
-            os.makedirs(dest)
-        for path in written:
-            name = os.path.basename(path)
-            write(dest, name, files[name][0], files[name][1])
+    texts = {name: text for name, (text, _mode) in files.items()}
+    modes = {name: mode for name, (_text, mode) in files.items()}
+    writes = plan_files(dest, texts, modes)
+    written = [os.path.join(dest, name) for name in sorted(writes)]
+    if writes and not module.check_mode:
+        try:
+            apply_render(dest, writes, [], modes)
+        except OSError as exc:
+            module.fail_json(msg="writing the mirror manifest into %s failed: %s" % (dest, exc))
     result = dict(changed=bool(written), manifest=man, files=[os.path.join(dest, n) for n in sorted(files)],
                   written=written)
     if module._diff:
-        result["diff"] = diffs
+        result["diff"] = file_diffs(dest, writes)
     module.exit_json(**result)
 
 

@@ -71,7 +71,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, plan_render
+from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, file_diffs, plan_render
 
 
 def argspec():
@@ -98,10 +98,7 @@ def main():
         removed=[os.path.join(dest, name) for name in removes],
     )
     if module._diff:
-        result["diff"] = [dict(before=old or "", after=new, before_header=os.path.join(dest, name),
-                               after_header=os.path.join(dest, name)) for name, (old, new) in sorted(writes.items())]
-        result["diff"] += [dict(before="(file)", after="", before_header=os.path.join(dest, name),
-                                after_header="(removed)") for name in removes]
+        result["diff"] = file_diffs(dest, writes, removes)
     module.exit_json(**result)
 
 
