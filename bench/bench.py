@@ -4,7 +4,10 @@
     bench/run.sh [--hosts 20] [--runs 3]
 
 For each run: fresh containers (untimed prepare), then (a) `ansible -m ping` (the floor),
-(b) the node stage's first converge, (c) the same again (no-op). Prints median wall times,
+(b) the node stage as shipped (playbooks/nodes.yml: gpu_node_prep, nvidia_driver with Debian's
+package, nvidia_container_toolkit from the stand-in repository, containerd runtime config) first
+converge, (c) the same again (no-op). Over SSH (default) every container runs sshd on its own
+port of 127.0.0.1 and Ansible pipelines; each phase opens its own connections. Prints median wall times,
 the (c)/(a) ratio, tasks executed per host in (c) and the controller's peak memory (RSS of
 ansible-playbook and its forks as measured by GNU time's %M for the largest process).
 """
@@ -20,8 +23,11 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
-IMAGE = "localhost/gpufleet-debian:12"
+BASE_IMAGE = "localhost/gpufleet-debian:12"
+# The base image + openssh-server + containerd (like any Kubernetes node), built once and cached.
+IMAGE = "localhost/gpufleet-bench-node:12"
 PREFIX = "gpufleet-bench-"
+PORT0 = 22100
 RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)", re.M)
 
 
@@ -36,33 +42,76 @@ def containers_down():
         subprocess.run(["podman", "rm", "-f", "-t", "0"] + doomed, capture_output=True)
 
 
-def containers_up(n):
+def wait_booted(name, deadline):
+    while time.time() < deadline:
+        state = subprocess.run(["podman", "exec", name, "systemctl", "is-system-running"],
+                               capture_output=True, text=True).stdout.strip()
+        if state in ("running", "degraded"):
+            return
+        time.sleep(0.5)
+    raise SystemExit("bench: %s did not boot" % name)
+
+
+def build_image():
+    """The bench node image: base + openssh-server (off at boot: every host gets its own port)."""
+    if subprocess.run(["podman", "image", "exists", IMAGE]).returncode == 0:
+        return
+    name = PREFIX + "build"
+    subprocess.run(["podman", "rm", "-f", "-t", "0", name], capture_output=True)
+    sh(["podman", "run", "-d", "--name", name, "--network", "host", "--systemd=always", BASE_IMAGE, "/sbin/init"])
+    try:
+        wait_booted(name, time.time() + 120)
+        sh(["podman", "exec", name, "sh", "-c",
+            "echo 'Acquire::http::Proxy \"http://127.0.0.1:3142\";' > /etc/apt/apt.conf.d/01proxy"
+            " && apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends"
+            " openssh-server containerd && rm /etc/apt/apt.conf.d/01proxy && systemctl disable ssh.service"
+            " && systemctl stop ssh.service containerd.service"
+            " && printf 'PermitRootLogin prohibit-password\\nPasswordAuthentication no\\nUseDNS no\\n'"
+            " > /etc/ssh/sshd_config.d/gpufleet-bench.conf"])
+        sh(["podman", "commit", "--change", 'CMD ["/sbin/init"]', "--change", "STOPSIGNAL SIGRTMIN+3", name, IMAGE])
+    finally:
+        subprocess.run(["podman", "rm", "-f", "-t", "0", name], capture_output=True)
+
+
+def containers_up(n, pubkey):
     containers_down()
     for i in range(n):
         name = "%s%02d" % (PREFIX, i)
-        # host network: apt reaches the caching proxy on 127.0.0.1 without any other address
+        # host network: apt reaches the caching proxy on 127.0.0.1, each sshd listens on its own port
         sh(["podman", "run", "-d", "--name", name, "--hostname", name, "--network", "host",
             "--systemd=always", IMAGE, "/sbin/init"])
-    deadline = time.time() + 120
+    deadline = time.time() + 180
     for i in range(n):
         name = "%s%02d" % (PREFIX, i)
-        while time.time() < deadline:
-            state = subprocess.run(["podman", "exec", name, "systemctl", "is-system-running"],
-                                   capture_output=True, text=True).stdout.strip()
-            if state in ("running", "degraded"):
-                break
-            time.sleep(0.5)
+        wait_booted(name, deadline)
+        subprocess.run(["podman", "exec", "-i", name, "sh", "-c",
+                        "mkdir -p -m 700 /root/.ssh && cat > /root/.ssh/authorized_keys"
+                        " && printf 'Port %d\\nListenAddress 127.0.0.1\\n' > /etc/ssh/sshd_config.d/port.conf"
+                        " && systemctl start ssh.service" % (PORT0 + i)],
+                       input=pubkey, text=True, check=True, capture_output=True)
 
 
-def write_inventory(path, n, forks):
-    lines = ["all:", "  vars:", "    ansible_connection: containers.podman.podman",
+def write_inventory(path, n, connection, key):
+    if connection == "ssh":
+        conn = ["    ansible_connection: ssh", "    ansible_host: 127.0.0.1", "    ansible_user: root",
+                "    ansible_ssh_private_key_file: " + key,
+                "    ansible_ssh_common_args: -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"]
+    else:
+        conn = ["    ansible_connection: containers.podman.podman"]
+    lines = ["all:", "  vars:"] + conn + [
              "    ansible_python_interpreter: /usr/bin/python3",
              "    nvidia_driver_version: \"535.261.03\"", "    nvidia_driver_source: distribution",
              "    nvidia_driver_flavour: proprietary", "    gpufleet_allow_eol_driver: true",
              "    nvidia_container_toolkit_repo_url: file:/srv/repo", "    nvidia_container_toolkit_repo_suite: ./",
              "    nvidia_container_toolkit_repo_trusted: true", "    nvidia_container_toolkit_repo_key_url: \"\"",
+             # playbooks/nodes.yml as shipped: a self-managed cluster in apply mode, one GPU pool
+             "    gpufleet_platform: kubeadm", "    gpufleet_cluster_name: bench", "    gpufleet_apply: true",
+             "    gpufleet_gpu_pools: [{name: bench, gpu_type: t4, node_group: gpu_nodes}]",
              "  children:", "    gpu_nodes:", "      hosts:"]
-    lines += ["        %s%02d:" % (PREFIX, i) for i in range(n)]
+    for i in range(n):
+        lines.append("        %s%02d:" % (PREFIX, i))
+        if connection == "ssh":
+            lines.append("          ansible_port: %d" % (PORT0 + i))
     with open(path, "w") as handle:
         handle.write("\n".join(lines) + "\n")
 
@@ -81,8 +130,9 @@ def timed(cmd, env):
 
 
 def tasks_per_host(output):
-    per_host = [int(ok) + int(changed) for _h, ok, changed, _u, _f, _s in RECAP.findall(output)]
-    changed = sum(int(c) for _h, _o, c, _u, _f, _s in RECAP.findall(output))
+    rows = [r for r in RECAP.findall(output) if r[0].startswith(PREFIX)]
+    per_host = [int(ok) + int(changed) for _h, ok, changed, _u, _f, _s in rows]
+    changed = sum(int(c) for _h, _o, c, _u, _f, _s in rows)
     return (max(per_host) if per_host else 0), changed
 
 
@@ -91,6 +141,9 @@ def main():
     parser.add_argument("--hosts", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--forks", type=int, default=20)
+    parser.add_argument("--connection", choices=("ssh", "podman"), default="ssh",
+                        help="ssh (default; sshd in every container, pipelining on, like a real fleet) or"
+                             " containers.podman.podman (cannot pipeline)")
     parser.add_argument("--keep", action="store_true", help="leave the containers running at the end")
     args = parser.parse_args()
     if not 1 <= args.hosts <= 100:
@@ -98,8 +151,13 @@ def main():
     work = tempfile.mkdtemp(prefix="gpufleet-bench-")
     repo = os.path.join(work, "repo")
     sh([os.path.join(ROOT, "molecule", "nvidia_container_toolkit", "files", "build-standin-repo.sh"), repo])
+    key = os.path.join(work, "id_ed25519")
+    sh(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key])
+    with open(key + ".pub") as handle:
+        pubkey = handle.read()
+    build_image()
     inventory = os.path.join(work, "hosts.yml")
-    write_inventory(inventory, args.hosts, args.forks)
+    write_inventory(inventory, args.hosts, args.connection, key)
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORKS=str(args.forks),
                ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"), ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"),
                ANSIBLE_NOCOLOR="1", PATH=BIN + os.pathsep + os.environ["PATH"])
@@ -109,16 +167,19 @@ def main():
     noop_tasks = noop_changed = 0
     try:
         for run in range(args.runs):
-            containers_up(args.hosts)
+            containers_up(args.hosts, pubkey)
             prep = subprocess.run(playbook + [os.path.join(ROOT, "bench", "prepare.yml"), "-e", "bench_repo=" + repo],
                                   cwd=ROOT, env=env, capture_output=True, text=True)
             if prep.returncode != 0:
                 sys.stderr.write(prep.stdout[-4000:] + prep.stderr[-2000:])
                 raise SystemExit("bench: preparing the hosts failed")
             for phase, cmd in (("ping", [os.path.join(BIN, "ansible"), "gpu_nodes", "-i", inventory, "-m", "ansible.builtin.ping"]),
-                               ("first", playbook + [os.path.join(ROOT, "bench", "node_stage.yml")]),
-                               ("noop", playbook + [os.path.join(ROOT, "bench", "node_stage.yml")])):
-                wall, peak, out = timed(cmd, env)
+                               ("first", playbook + [os.path.join(ROOT, "playbooks", "nodes.yml")]),
+                               ("noop", playbook + [os.path.join(ROOT, "playbooks", "nodes.yml")])):
+                # Every phase opens its own SSH connections (like a separate cron run): no
+                # ControlPersist master survives from the phase before.
+                phase_env = dict(env, ANSIBLE_SSH_CONTROL_PATH_DIR=tempfile.mkdtemp(dir=work, prefix="cp-"))
+                wall, peak, out = timed(cmd, phase_env)
                 results[phase].append(wall)
                 rss[phase] = max(rss[phase], peak)
                 if phase == "noop":
@@ -130,7 +191,7 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in results.items()}
     print()
-    print("hosts=%d forks=%d runs=%d" % (args.hosts, args.forks, args.runs))
+    print("hosts=%d forks=%d runs=%d connection=%s" % (args.hosts, args.forks, args.runs, args.connection))
     print("| phase | median wall s | runs (s) | peak controller RSS MiB |")
     print("|---|---|---|---|")
     for phase, label in (("ping", "(a) ansible -m ping (floor)"), ("first", "(b) node stage, first converge"),

@@ -1,0 +1,181 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: node_stamp
+short_description: Record or check that the node stage converged on a host (the no-op fast path)
+version_added: "0.1.0"
+description:
+  - With O(state=present), takes a fingerprint of everything the node stage manages (the files and
+    directories in O(watch.paths), the packages matching O(watch.packages) with version and dpkg
+    selection, the O(watch.services) enabled/active states, the kernel release, the loaded
+    C(nvidia)/C(nouveau) modules and the GPUs the driver sees) and writes it with O(inputs) to
+    O(path).
+  - With O(state=check), reads O(path), takes the fingerprint again and returns RV(converged) true
+    only when O(inputs), O(watch) and the fingerprint all equal what was recorded. Changes nothing.
+    RV(reasons) names each difference (file, package, service, kernel ...).
+  - One call per host either way; the node stage uses it to skip all its tasks on a host where a
+    re-run could not change anything.
+author:
+  - gpufleet maintainers
+options:
+  state:
+    description: C(check) reads and compares, C(present) records, C(absent) removes the stamp.
+    type: str
+    choices: [check, present, absent]
+    default: check
+  path:
+    description: The stamp file.
+    type: path
+    default: /var/lib/gpufleet/node-stage.json
+  inputs:
+    description:
+      - Digest of the stage's inputs (variables and code), from the C(gpufleet.k8s.node_stage_inputs)
+        filter. Required unless O(state=absent).
+    type: str
+  watch:
+    description: What the fingerprint covers. Required unless O(state=absent).
+    type: dict
+    suboptions:
+      paths:
+        description: Absolute files or directories (directories are walked; content, mode and owner count).
+        type: list
+        elements: str
+        required: true
+      packages:
+        description: Package name globs (C(dpkg-query -W) patterns; on RPM hosts matched against C(rpm -qa)).
+        type: list
+        elements: str
+        default: []
+      services:
+        description: systemd units whose enabled and active states count.
+        type: list
+        elements: str
+        default: []
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+notes:
+  - The watch list should be broad: a false difference only costs a full run of the stage.
+"""
+
+EXAMPLES = r"""
+- name: Check whether the node stage converged here
+  gpufleet.k8s.node_stamp:
+    inputs: "{{ hostvars[inventory_hostname] | gpufleet.k8s.node_stage_inputs(['nvidia_driver_'], [playbook_dir]) }}"
+    watch: {paths: [/etc/apt, /etc/containerd], packages: ['*nvidia*', containerd], services: [containerd.service]}
+  register: stage
+
+- name: Skip the stage on this host
+  ansible.builtin.meta: end_host
+  when: stage.converged
+"""
+
+RETURN = r"""
+converged:
+  description: State=check only; whether the inputs, watch list and fingerprint equal the recorded ones.
+  returned: always
+  type: bool
+reasons:
+  description: Why the host is not converged (each difference, naming the item); empty when converged.
+  returned: always
+  type: list
+  elements: str
+  sample: ["path /etc/apt/preferences.d/gpufleet-nvidia-driver.pref: file 0:0 0644 sha256=1f.. -> absent"]
+path:
+  description: The stamp file.
+  returned: always
+  type: str
+inputs:
+  description: O(inputs) as given (a later O(state=present) records these, taken before the stage changed facts).
+  returned: always
+  type: str
+"""
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp as ns
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+
+
+def argspec():
+    return dict(
+        state=dict(type="str", choices=["check", "present", "absent"], default="check"),
+        path=dict(type="path", default="/var/lib/gpufleet/node-stage.json"),
+        inputs=dict(type="str"),
+        watch=dict(type="dict", options=dict(
+            paths=dict(type="list", elements="str", required=True),
+            packages=dict(type="list", elements="str", default=[]),
+            services=dict(type="list", elements="str", default=[]),
+        )),
+    )
+
+
+def read(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True,
+                           required_if=[("state", "check", ("inputs", "watch")), ("state", "present", ("inputs", "watch"))])
+    params = module.params
+    path = params["path"]
+    old_text = read(path)
+    result = dict(changed=False, converged=False, reasons=[], path=path, inputs=params["inputs"])
+
+    def run(argv):
+        return module.run_command(argv, environ_update={"LC_ALL": "C"})
+
+    try:
+        if params["state"] == "absent":
+            result["changed"] = old_text is not None
+            if module._diff:
+                result["diff"] = dict(before=old_text or "", after="")
+            if result["changed"] and not module.check_mode:
+                os.unlink(path)
+            module.exit_json(**result)
+        watch = ns.normalize_watch(params["watch"])
+        current = ns.fingerprint(watch, run)
+        if params["state"] == "check":
+            converged, reasons = ns.check(ns.load(old_text) if old_text is not None else None, params["inputs"], watch, current)
+            result.update(converged=converged, reasons=reasons)
+            module.exit_json(**result)
+        new_text = ns.dump(ns.make_stamp(params["inputs"], watch, current))
+        result["changed"] = new_text != old_text
+        if module._diff:
+            result["diff"] = dict(before=old_text or "", after=new_text, before_header=path, after_header=path)
+        if result["changed"] and not module.check_mode:
+            directory = os.path.dirname(path)
+            if not os.path.isdir(directory):
+                os.makedirs(directory, 0o755)
+            handle, tmp = tempfile.mkstemp(dir=directory, prefix=".node-stamp-")
+            with os.fdopen(handle, "w") as out:
+                out.write(new_text)
+            os.chmod(tmp, 0o644)
+            module.atomic_move(tmp, path)
+    except GpufleetError as exc:
+        module.fail_json(msg="node_stamp: %s" % exc.msg, **result)
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="node_stamp: %s" % to_native(exc), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
