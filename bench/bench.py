@@ -6,9 +6,10 @@
 For each run: fresh containers (untimed prepare), then (a) `ansible -m ping` (the floor),
 (b) the node stage as shipped (playbooks/nodes.yml: gpu_node_prep, nvidia_driver with Debian's
 package, nvidia_container_toolkit from the stand-in repository, containerd runtime config) first
-converge, (c) the same again (no-op). Over SSH (default) every container runs sshd on its own
+converge, (c) the same again (no-op: the fast path), (d) again with gpufleet_node_fast_path=false
+(every task of the three roles runs and changes nothing). Over SSH (default) every container runs sshd on its own
 port of 127.0.0.1 and Ansible pipelines; each phase opens its own connections. Prints median wall times,
-the (c)/(a) ratio, tasks executed per host in (c) and the controller's peak memory (RSS of
+the (c)/(a) ratio, tasks executed per host and the controller's peak memory (RSS of
 ansible-playbook and its forks as measured by GNU time's %M for the largest process).
 """
 import argparse
@@ -162,9 +163,9 @@ def main():
                ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"), ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"),
                ANSIBLE_NOCOLOR="1", PATH=BIN + os.pathsep + os.environ["PATH"])
     playbook = [os.path.join(BIN, "ansible-playbook"), "-i", inventory]
-    results = {"ping": [], "first": [], "noop": []}
-    rss = {"ping": 0.0, "first": 0.0, "noop": 0.0}
-    noop_tasks = noop_changed = 0
+    results = {"ping": [], "first": [], "noop": [], "full": []}
+    rss = dict((k, 0.0) for k in results)
+    tasks = {}
     try:
         for run in range(args.runs):
             containers_up(args.hosts, pubkey)
@@ -175,15 +176,17 @@ def main():
                 raise SystemExit("bench: preparing the hosts failed")
             for phase, cmd in (("ping", [os.path.join(BIN, "ansible"), "gpu_nodes", "-i", inventory, "-m", "ansible.builtin.ping"]),
                                ("first", playbook + [os.path.join(ROOT, "playbooks", "nodes.yml")]),
-                               ("noop", playbook + [os.path.join(ROOT, "playbooks", "nodes.yml")])):
+                               ("noop", playbook + [os.path.join(ROOT, "playbooks", "nodes.yml")]),
+                               ("full", playbook + [os.path.join(ROOT, "playbooks", "nodes.yml"),
+                                                    "-e", "gpufleet_node_fast_path=false"])):
                 # Every phase opens its own SSH connections (like a separate cron run): no
                 # ControlPersist master survives from the phase before.
                 phase_env = dict(env, ANSIBLE_SSH_CONTROL_PATH_DIR=tempfile.mkdtemp(dir=work, prefix="cp-"))
                 wall, peak, out = timed(cmd, phase_env)
                 results[phase].append(wall)
                 rss[phase] = max(rss[phase], peak)
-                if phase == "noop":
-                    noop_tasks, noop_changed = tasks_per_host(out)
+                if phase != "ping":
+                    tasks[phase] = tasks_per_host(out)
                 print("run %d/%d %-5s %7.1f s  peak %6.1f MiB" % (run + 1, args.runs, phase, wall, peak), flush=True)
     finally:
         if not args.keep:
@@ -192,14 +195,16 @@ def main():
     med = {k: statistics.median(v) for k, v in results.items()}
     print()
     print("hosts=%d forks=%d runs=%d connection=%s" % (args.hosts, args.forks, args.runs, args.connection))
-    print("| phase | median wall s | runs (s) | peak controller RSS MiB |")
-    print("|---|---|---|---|")
+    print("| phase | median wall s | runs (s) | tasks/host | changed | peak controller RSS MiB |")
+    print("|---|---|---|---|---|---|")
     for phase, label in (("ping", "(a) ansible -m ping (floor)"), ("first", "(b) node stage, first converge"),
-                         ("noop", "(c) node stage, no-op re-run")):
-        print("| %s | %.1f | %s | %.0f |" % (label, med[phase], ", ".join("%.1f" % v for v in results[phase]), rss[phase]))
+                         ("noop", "(c) node stage, no-op re-run"),
+                         ("full", "(d) no-op re-run, fast path off (every task runs)")):
+        done, changed = tasks.get(phase, (1, 0))
+        print("| %s | %.1f | %s | %d | %d | %.0f |" % (label, med[phase], ", ".join("%.1f" % v for v in results[phase]),
+                                                       done, changed, rss[phase]))
     print()
-    print("no-op / ping ratio: %.2f" % (med["noop"] / med["ping"]))
-    print("tasks executed per host in (c): %d (changed in (c): %d)" % (noop_tasks, noop_changed))
+    print("no-op / ping ratio: %.2f (fast path off: %.2f)" % (med["noop"] / med["ping"], med["full"] / med["ping"]))
 
 
 if __name__ == "__main__":

@@ -253,10 +253,28 @@ def code_digest(paths):
 
 
 def inputs_digest(variables, prefixes, code_paths):
-    """Digest of the host's variables whose names start with one of ``prefixes`` plus the code."""
+    """Digest of the host's variables whose names start with one of ``prefixes`` plus the code.
+
+    ``gpufleet_node_fast_path`` itself does not count: a run with the fast path off records the
+    same stamp, and the next run with it on can use it.
+    """
     chosen = {}
     for name in sorted(variables):
-        if name.startswith(tuple(prefixes)):
+        if name.startswith(tuple(prefixes)) and name != FAST_PATH_VAR:
             chosen[name] = _jsonable(variables[name])
     payload = json.dumps({"vars": chosen, "code": code_digest(code_paths)}, sort_keys=True)
     return "sha256:" + _sha256(payload.encode("utf-8"))
+
+
+FAST_PATH_VAR = "gpufleet_node_fast_path"
+# What Ansible's bool filter reads as a boolean (so that -e gpufleet_node_fast_path=false works).
+BOOL_STRINGS = ("true", "false", "yes", "no", "on", "off", "1", "0")
+
+
+def check_inputs(params, plan, problems):
+    """Preflight: ``gpufleet_node_fast_path`` is a boolean (true, the default, or false)."""
+    value = (params.get("extra") or {}).get(FAST_PATH_VAR, True)
+    if isinstance(value, bool) or (isinstance(value, str) and value.strip().lower() in BOOL_STRINGS):
+        return
+    problems.error(FAST_PATH_VAR, "%r is not a boolean; use one of: true (skip converged hosts after one "
+                                  "read-only call, the default), false (always run every task)" % (value,))

@@ -18,6 +18,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import driver_compat
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import validate_inventory
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons_preflight
 from ansible_collections.gpufleet.k8s.plugins.module_utils import mirror
+from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
@@ -27,6 +28,7 @@ CHECKS.append(containerd_config.check)
 CHECKS.append(addons_preflight.check)
 CHECKS.append(driver_compat.check)
 CHECKS.append(mirror.check)
+CHECKS.append(node_stamp.check_inputs)
 
 
 def run_preflight(params):
