@@ -146,6 +146,8 @@ def main():
                         help="ssh (default; sshd in every container, pipelining on, like a real fleet) or"
                              " containers.podman.podman (cannot pipeline)")
     parser.add_argument("--keep", action="store_true", help="leave the containers running at the end")
+    parser.add_argument("--log-dir", help="write each phase's output to LOG_DIR/run<N>-<phase>.log (with"
+                                          " ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks: time per task)")
     args = parser.parse_args()
     if not 1 <= args.hosts <= 100:
         raise SystemExit("bench: --hosts must be 1..100")
@@ -183,6 +185,10 @@ def main():
                 # ControlPersist master survives from the phase before.
                 phase_env = dict(env, ANSIBLE_SSH_CONTROL_PATH_DIR=tempfile.mkdtemp(dir=work, prefix="cp-"))
                 wall, peak, out = timed(cmd, phase_env)
+                if args.log_dir:
+                    os.makedirs(args.log_dir, exist_ok=True)
+                    with open(os.path.join(args.log_dir, "run%d-%s.log" % (run + 1, phase)), "w") as handle:
+                        handle.write(out)
                 results[phase].append(wall)
                 rss[phase] = max(rss[phase], peak)
                 if phase != "ping":
