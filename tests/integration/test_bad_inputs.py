@@ -4,7 +4,6 @@ message names the variable, and nothing on the node changed (packages, /etc, ser
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import uuid
@@ -12,11 +11,12 @@ import uuid
 import pytest
 import yaml
 
+from systemd_node import boot, podman, remove
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
 INVENTORY = os.path.join(ROOT, "tests", "integration", "inventories", "bad_input")
 NODE = "gpufleet-badinput-node"
-IMAGE = "localhost/gpufleet-debian:12"
 with open(os.path.join(ROOT, "tests", "bad_inputs.yml")) as _handle:
     CASES = yaml.safe_load(_handle)
 STATE = ("dpkg-query -W -f='${Package} ${Version}\\n' | md5sum; "
@@ -24,22 +24,11 @@ STATE = ("dpkg-query -W -f='${Package} ${Version}\\n' | md5sum; "
          "systemctl list-units --type=service --state=active --no-legend --plain | awk '{print $1}' | md5sum")
 
 
-def podman(*args, check=True):
-    return subprocess.run(["podman"] + list(args), capture_output=True, text=True, check=check)
-
-
 @pytest.fixture(scope="module")
 def node():
-    if not shutil.which("podman"):
-        pytest.fail("podman is required (scripts/harness-setup.sh installs it)")
-    podman("rm", "-f", NODE, check=False)
-    podman("run", "-d", "--name", NODE, "--systemd=always", IMAGE, "/sbin/init")
-    for _ in range(30):
-        if podman("exec", NODE, "systemctl", "is-system-running", check=False).stdout.strip() in ("running", "degraded"):
-            break
-        subprocess.run(["sleep", "1"])
+    boot(NODE)
     yield NODE
-    podman("rm", "-f", NODE, check=False)
+    remove(NODE)
 
 
 def node_state():

@@ -18,20 +18,17 @@ import time
 
 import pytest
 
+from systemd_node import boot, podman, remove, standin_toolkit_repo
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
 NODE = "gpufleet-faults-node"
-IMAGE = "localhost/gpufleet-debian:12"
 PLAYBOOK = os.path.join(ROOT, "tests", "integration", "playbooks", "toolkit.yml")
 HOLD_LOCK = ("import fcntl, sys, time\n"
              "handles = [open(p, 'w') for p in ('/var/lib/dpkg/lock-frontend', '/var/lib/dpkg/lock')]\n"
              "for h in handles:\n    fcntl.lockf(h, fcntl.LOCK_EX)\n"
              "open('/run/lock-held', 'w').close()\n"
              "time.sleep(float(sys.argv[1]))\n")
-
-
-def podman(*args, check=True, **kw):
-    return subprocess.run(["podman"] + list(args), capture_output=True, text=True, check=check, **kw)
 
 
 def sh(cmd, check=True):
@@ -54,25 +51,18 @@ def toolkit_version():
 @pytest.fixture(scope="module")
 def inventory(tmp_path_factory):
     work = tmp_path_factory.mktemp("faults")
-    repo = work / "repo"
-    subprocess.run([os.path.join(ROOT, "molecule", "nvidia_container_toolkit", "files", "build-standin-repo.sh"), str(repo)],
-                   check=True, capture_output=True)
-    podman("rm", "-f", NODE, check=False)
-    podman("run", "-d", "--name", NODE, "--systemd=always", IMAGE, "/sbin/init")
-    for _ in range(60):
-        if podman("exec", NODE, "systemctl", "is-system-running", check=False).stdout.strip() in ("running", "degraded"):
-            break
-        time.sleep(0.5)
+    repo = standin_toolkit_repo(work / "repo")
+    boot(NODE)
     sh("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends containerd >/dev/null"
        " && systemctl enable --now containerd")
-    podman("cp", str(repo), NODE + ":/srv/repo")
+    podman("cp", repo, NODE + ":/srv/repo")
     inv = work / "hosts.yml"
     inv.write_text("all:\n  hosts:\n    %s:\n      ansible_connection: containers.podman.podman\n"
                    "      ansible_python_interpreter: /usr/bin/python3\n"
                    "      nvidia_container_toolkit_repo_suite: ./\n"
                    "      nvidia_container_toolkit_repo_trusted: true\n" % NODE)
     yield str(inv)
-    podman("rm", "-f", "-t", "0", NODE, check=False)
+    remove(NODE)
 
 
 def play(inventory, *extra, background=False):

@@ -17,23 +17,18 @@ import re
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp as ns
+from systemd_node import boot, podman, remove, standin_toolkit_repo
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
 NODE = "gpufleet-fastpath-node"
-IMAGE = "localhost/gpufleet-debian:12"
 STAMP = "/var/lib/gpufleet/node-stage.json"
 PIN = "/etc/apt/preferences.d/gpufleet-nvidia-driver.pref"
 UDEV = "/etc/udev/rules.d/71-nvidia-dev-char.rules"
-
-
-def podman(*args, check=True, **kw):
-    return subprocess.run(["podman"] + list(args), capture_output=True, text=True, check=check, **kw)
 
 
 def sh(cmd, check=True):
@@ -49,25 +44,18 @@ def free_port():
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
     work = tmp_path_factory.mktemp("fastpath")
-    repo = work / "repo"
-    subprocess.run([os.path.join(ROOT, "molecule", "nvidia_container_toolkit", "files", "build-standin-repo.sh"), str(repo)],
-                   check=True, capture_output=True)
+    repo = standin_toolkit_repo(work / "repo")
     key = work / "id_ed25519"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
     port = free_port()
-    podman("rm", "-f", "-t", "0", NODE, check=False)
     # host network: sshd on its own loopback port (no other address is needed)
-    podman("run", "-d", "--name", NODE, "--hostname", NODE, "--network", "host", "--systemd=always", IMAGE, "/sbin/init")
-    for _ in range(120):
-        if podman("exec", NODE, "systemctl", "is-system-running", check=False).stdout.strip() in ("running", "degraded"):
-            break
-        time.sleep(0.5)
+    boot(NODE, "--network", "host")
     sh("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends"
        " containerd openssh-server >/dev/null && systemctl enable --now containerd && systemctl stop ssh"
        " && printf 'Port %d\\nListenAddress 127.0.0.1\\nPermitRootLogin prohibit-password\\n'"
        " > /etc/ssh/sshd_config.d/test.conf && mkdir -p -m 700 /root/.ssh && systemctl start ssh" % port)
     podman("cp", str(key) + ".pub", NODE + ":/root/.ssh/authorized_keys")
-    podman("cp", str(repo), NODE + ":/srv/repo")
+    podman("cp", repo, NODE + ":/srv/repo")
     inv = work / "hosts.yml"
     inv.write_text("""all:
   vars:
@@ -95,7 +83,7 @@ def work(tmp_path_factory):
           ansible_ssh_common_args: -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR
 """ % (NODE, port, key))
     yield {"inventory": str(inv), "dir": work}
-    podman("rm", "-f", "-t", "0", NODE, check=False)
+    remove(NODE)
 
 
 def env(work, json_out=False):

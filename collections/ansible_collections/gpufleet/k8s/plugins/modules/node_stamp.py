@@ -141,7 +141,11 @@ def main():
     result = dict(changed=False, converged=False, reasons=[], path=path, inputs=params["inputs"])
 
     def run(argv):
-        return module.run_command(argv, environ_update={"LC_ALL": "C"})
+        # A missing binary (dpkg-query on an RPM host) is an answer, not a module failure.
+        binary = module.get_bin_path(argv[0])
+        if binary is None:
+            return 127, "", "%s: not found" % argv[0]
+        return module.run_command([binary] + argv[1:], environ_update={"LC_ALL": "C"})
 
     try:
         if params["state"] == "absent":

@@ -1,0 +1,38 @@
+"""A real Debian systemd container for the integration tests (podman, images from scripts/harness-setup.sh)."""
+import os
+import shutil
+import subprocess
+import time
+
+DEBIAN12 = "localhost/gpufleet-debian:12"
+
+
+def podman(*args, check=True, **kw):
+    return subprocess.run(["podman"] + list(args), capture_output=True, text=True, check=check, **kw)
+
+
+def boot(name, *run_args, image=DEBIAN12, timeout=60):
+    """Start ``name`` fresh (``run_args`` go to ``podman run``) and wait until systemd is up."""
+    if not shutil.which("podman"):
+        raise RuntimeError("podman is required (scripts/harness-setup.sh installs it)")
+    podman("rm", "-f", "-t", "0", name, check=False)
+    podman("run", "-d", "--name", name, "--hostname", name, *run_args, "--systemd=always", image, "/sbin/init")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if podman("exec", name, "systemctl", "is-system-running", check=False).stdout.strip() in ("running", "degraded"):
+            return
+        time.sleep(0.5)
+    raise RuntimeError("%s: systemd did not come up within %d s" % (name, timeout))
+
+
+def remove(name):
+    podman("rm", "-f", "-t", "0", name, check=False)
+
+
+def standin_toolkit_repo(path):
+    """The local apt repository standing in for NVIDIA's unreachable toolkit repository (real package
+    names and versions; see molecule/nvidia_container_toolkit/files/build-standin-repo.sh)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    subprocess.run([os.path.join(root, "molecule", "nvidia_container_toolkit", "files", "build-standin-repo.sh"), str(path)],
+                   check=True, capture_output=True)
+    return str(path)
