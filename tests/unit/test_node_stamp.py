@@ -217,7 +217,7 @@ def test_differences_are_capped_but_counted():
     assert len(reasons) == 11 and reasons[-1] == "... and 5 more"
 
 
-@pytest.mark.parametrize("text", ["", "not json", "[]", '{"format": 99, "state": {}}', '{"format": 1}'])
+@pytest.mark.parametrize("text", [None, "", "not json", "[]", '{"format": 99, "state": {}}', '{"format": 1}'])
 def test_unreadable_or_foreign_stamp_means_a_full_run(text):
     assert ns.load(text) is None
 

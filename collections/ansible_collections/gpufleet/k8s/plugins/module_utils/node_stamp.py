@@ -201,7 +201,9 @@ def dump(stamp):
 
 
 def load(text):
-    """Parse a stamp file; None when it is not a stamp of this format (then the stage runs in full)."""
+    """Parse a stamp file's text (None: no file); None when it is not a stamp of this format."""
+    if text is None:
+        return None
     try:
         stamp = json.loads(text)
     except ValueError:

@@ -14,11 +14,12 @@ __metaclass__ = type
 
 import os
 import re
-import tempfile
 
 import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+# The file-writing path lives in files.py (no PyYAML there); re-exported for the renderers.
+from ansible_collections.gpufleet.k8s.plugins.module_utils.files import apply_render, file_diffs, plan_files  # noqa: F401
 
 MANAGED_NAME = re.compile(r"^[0-9]{2,}-[a-z0-9.-]+\.ya?ml$")
 
@@ -51,31 +52,6 @@ def object_filename(index, obj):
     return "%02d-%s-%s.yaml" % (index, kind, safe)
 
 
-def plan_files(dest, wanted, modes=None):
-    """{filename: (current text or None, wanted text)} for the files of ``wanted`` whose content
-    (or, with ``modes`` {filename: mode}, permission bits; default 0644) differs."""
-    writes = {}
-    for name, text in wanted.items():
-        path = os.path.join(dest, name)
-        current = None
-        if os.path.isfile(path):
-            with open(path, "r") as handle:
-                current = handle.read()
-        mode = (modes or {}).get(name, 0o644)
-        if current != text or (current is not None and (os.stat(path).st_mode & 0o777) != mode):
-            writes[name] = (current, text)
-    return writes
-
-
-def file_diffs(dest, writes, removes=()):
-    """Ansible ``diff`` entries for planned writes and removals."""
-    out = [dict(before=old or "", after=new, before_header=os.path.join(dest, name), after_header=os.path.join(dest, name))
-           for name, (old, new) in sorted(writes.items())]
-    out += [dict(before="(file)", after="", before_header=os.path.join(dest, name), after_header="(removed)")
-            for name in removes]
-    return out
-
-
 def plan_render(dest, objects, header=None):
     """Return (wanted, writes, removes): every file, those to (re)write, stale ones to delete."""
     wanted = {}
@@ -91,17 +67,3 @@ def plan_render(dest, objects, header=None):
             if MANAGED_NAME.match(name) and name not in wanted:
                 removes.append(name)
     return wanted, writes, removes
-
-
-def apply_render(dest, writes, removes, modes=None):
-    """Write each planned file atomically (mode from ``modes``, default 0644), then remove ``removes``."""
-    if not os.path.isdir(dest):
-        os.makedirs(dest)
-    for name, (_old, text) in sorted(writes.items()):
-        fd, tmp = tempfile.mkstemp(dir=dest, prefix=".tmp-")
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(tmp, (modes or {}).get(name, 0o644))
-        os.rename(tmp, os.path.join(dest, name))
-    for name in removes:
-        os.unlink(os.path.join(dest, name))

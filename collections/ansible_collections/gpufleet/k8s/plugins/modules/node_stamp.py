@@ -102,13 +102,13 @@ inputs:
 """
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp as ns
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.files import apply_render, file_diffs, plan_files, read_text
 
 
 def argspec():
@@ -124,20 +124,12 @@ def argspec():
     )
 
 
-def read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
-
-
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True,
                            required_if=[("state", "check", ("inputs", "watch")), ("state", "present", ("inputs", "watch"))])
     params = module.params
     path = params["path"]
-    old_text = read(path)
+    directory, name = os.path.split(path)
     result = dict(changed=False, converged=False, reasons=[], path=path, inputs=params["inputs"])
 
     def run(argv):
@@ -148,32 +140,24 @@ def main():
         return module.run_command([binary] + argv[1:], environ_update={"LC_ALL": "C"})
 
     try:
-        if params["state"] == "absent":
-            result["changed"] = old_text is not None
-            if module._diff:
-                result["diff"] = dict(before=old_text or "", after="")
-            if result["changed"] and not module.check_mode:
-                os.unlink(path)
-            module.exit_json(**result)
-        watch = ns.normalize_watch(params["watch"])
-        current = ns.fingerprint(watch, run)
+        old_text = read_text(path)
         if params["state"] == "check":
-            converged, reasons = ns.check(ns.load(old_text) if old_text is not None else None, params["inputs"], watch, current)
+            watch = ns.normalize_watch(params["watch"])
+            converged, reasons = ns.check(ns.load(old_text), params["inputs"], watch, ns.fingerprint(watch, run))
             result.update(converged=converged, reasons=reasons)
             module.exit_json(**result)
-        new_text = ns.dump(ns.make_stamp(params["inputs"], watch, current))
-        result["changed"] = new_text != old_text
+        writes, removes = {}, []
+        if params["state"] == "absent":
+            removes = [name] if old_text is not None else []
+        else:
+            watch = ns.normalize_watch(params["watch"])
+            text = ns.dump(ns.make_stamp(params["inputs"], watch, ns.fingerprint(watch, run)))
+            writes = plan_files(directory, {name: text})
+        result["changed"] = bool(writes or removes)
         if module._diff:
-            result["diff"] = dict(before=old_text or "", after=new_text, before_header=path, after_header=path)
+            result["diff"] = file_diffs(directory, writes, removes)
         if result["changed"] and not module.check_mode:
-            directory = os.path.dirname(path)
-            if not os.path.isdir(directory):
-                os.makedirs(directory, 0o755)
-            handle, tmp = tempfile.mkstemp(dir=directory, prefix=".node-stamp-")
-            with os.fdopen(handle, "w") as out:
-                out.write(new_text)
-            os.chmod(tmp, 0o644)
-            module.atomic_move(tmp, path)
+            apply_render(directory, writes, removes)
     except GpufleetError as exc:
         module.fail_json(msg="node_stamp: %s" % exc.msg, **result)
     except (IOError, OSError) as exc:
