@@ -42,7 +42,9 @@ ansible-galaxy collection build --force --output-path "$tmpd" collections/ansibl
 rm -rf "$tmpd"
 
 step "pytest"
-python -m pytest -q tests
+# pytest-xdist: PYTEST_WORKERS processes (default 3: the container and playbook tests wait on I/O);
+# integration modules stay whole on one worker (tests/conftest.py)
+python -m pytest -q -n "${PYTEST_WORKERS:-3}" --dist loadgroup tests
 rc=$?
 [ $rc -eq 0 ] || fail=1
 

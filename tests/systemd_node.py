@@ -7,6 +7,12 @@ import time
 DEBIAN12 = "localhost/gpufleet-debian:12"
 
 
+def per_worker(name):
+    """``name`` made unique per pytest-xdist worker (each worker boots its own container)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return "%s-%s" % (name, worker) if worker else name
+
+
 def podman(*args, check=True, **kw):
     return subprocess.run(["podman"] + list(args), capture_output=True, text=True, check=check, **kw)
 

@@ -11,12 +11,12 @@ import uuid
 import pytest
 import yaml
 
-from systemd_node import boot, podman, remove
+from systemd_node import boot, per_worker, podman, remove
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
 INVENTORY = os.path.join(ROOT, "tests", "integration", "inventories", "bad_input")
-NODE = "gpufleet-badinput-node"
+NODE = per_worker("gpufleet-badinput-node")
 with open(os.path.join(ROOT, "tests", "bad_inputs.yml")) as _handle:
     CASES = yaml.safe_load(_handle)
 STATE = ("dpkg-query -W -f='${Package} ${Version}\\n' | md5sum; "
@@ -37,7 +37,7 @@ def node_state():
 
 def run(playbook, extra, build_dir):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_FORCE_COLOR="0", PATH=BIN + os.pathsep + os.environ["PATH"])
+               ANSIBLE_FORCE_COLOR="0", GPUFLEET_TEST_NODE=NODE, PATH=BIN + os.pathsep + os.environ["PATH"])
     cmd = [os.path.join(BIN, "ansible-playbook"), playbook, "-i", INVENTORY,
            "-e", "gpufleet_build_dir=%s" % build_dir, "-e", json.dumps(extra)]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
@@ -52,8 +52,9 @@ def test_there_are_enough_cases():
 def test_baseline_passes_preflight_and_reaches_the_node(node, tmp_path):
     rc, out = run("playbooks/preflight.yml", {}, tmp_path / "b")
     assert rc == 0, out[-2000:]
-    ping = subprocess.run([os.path.join(BIN, "ansible"), NODE, "-i", INVENTORY, "-m", "ansible.builtin.ping"],
-                          cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg")))
+    ping = subprocess.run([os.path.join(BIN, "ansible"), "gpufleet-badinput-node", "-i", INVENTORY, "-m", "ansible.builtin.ping"],
+                          cwd=ROOT, capture_output=True, text=True,
+                          env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), GPUFLEET_TEST_NODE=NODE))
     assert ping.returncode == 0 and "ping: pong" in ping.stdout, ping.stdout + ping.stderr
 
 
