@@ -1,4 +1,5 @@
 """A real Debian systemd container for the integration tests (podman, images from scripts/harness-setup.sh)."""
+import hashlib
 import os
 import shutil
 import subprocess
@@ -8,9 +9,12 @@ DEBIAN12 = "localhost/gpufleet-debian:12"
 
 
 def per_worker(name):
-    """``name`` made unique per pytest-xdist worker (each worker boots its own container)."""
+    """``name`` made unique per checkout and per pytest-xdist worker: two clones tested at once, or
+    two workers of one run, each boot their own container instead of removing each other's."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tag = hashlib.sha256(root.encode()).hexdigest()[:6]
     worker = os.environ.get("PYTEST_XDIST_WORKER")
-    return "%s-%s" % (name, worker) if worker else name
+    return "-".join([name, tag] + ([worker] if worker else []))
 
 
 def podman(*args, check=True, **kw):

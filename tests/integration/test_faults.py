@@ -18,11 +18,11 @@ import time
 
 import pytest
 
-from systemd_node import boot, podman, remove, standin_toolkit_repo
+from systemd_node import boot, per_worker, podman, remove, standin_toolkit_repo
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
-NODE = "gpufleet-faults-node"
+NODE = per_worker("gpufleet-faults-node")
 PLAYBOOK = os.path.join(ROOT, "tests", "integration", "playbooks", "toolkit.yml")
 HOLD_LOCK = ("import fcntl, sys, time\n"
              "handles = [open(p, 'w') for p in ('/var/lib/dpkg/lock-frontend', '/var/lib/dpkg/lock')]\n"

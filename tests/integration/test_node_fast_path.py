@@ -21,11 +21,11 @@ import sys
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp as ns
-from systemd_node import boot, podman, remove, standin_toolkit_repo
+from systemd_node import boot, per_worker, podman, remove, standin_toolkit_repo
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
-NODE = "gpufleet-fastpath-node"
+NODE = per_worker("gpufleet-fastpath-node")
 STAMP = "/var/lib/gpufleet/node-stage.json"
 PIN = "/etc/apt/preferences.d/gpufleet-nvidia-driver.pref"
 UDEV = "/etc/udev/rules.d/71-nvidia-dev-char.rules"
