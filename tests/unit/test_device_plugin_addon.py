@@ -154,8 +154,9 @@ def test_optional_nfd_is_off_by_default_and_schema_valid_when_on():
 
 
 SHARING = [{"mode": "none"}, {"mode": "time-slicing", "replicas": 2}, {"mode": "time-slicing", "replicas": 16},
-           {"mode": "mps", "replicas": 4}, {"mode": "mig", "mig_strategy": "single"},
-           {"mode": "mig", "mig_strategy": "mixed"}]
+           {"mode": "mps", "replicas": 4},
+           {"mode": "mig", "mig_strategy": "single", "mig_profile": "1g.10gb", "mig_preconfigured": True},
+           {"mode": "mig", "mig_strategy": "mixed", "mig_profile": "3g.40gb", "mig_preconfigured": True}]
 
 
 def test_any_valid_pool_set_gives_named_configs_and_valid_objects():

@@ -177,9 +177,6 @@ def test_pool_gpu_limit(pool, limit):
      "gpufleet_gpu_pools[0].capacity_types: Karpenter tries spot first"),
     ("gke", pool_with(GKE_POOL, taints=[{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}]),
      "gpufleet_gpu_pools[0].taints: GKE puts its own nvidia.com/gpu taint"),
-    ("gke-autopilot", pool_with(GKE_POOL, gpu_type="l4", gpus_per_node=1, sharing={"mode": "time-slicing",
-                                                                                    "replicas": 2}),
-     "gpufleet_gpu_pools[0].sharing: on GKE Autopilot GPU sharing is configured by GKE"),
     ("k3s", pool_with(SELF_POOL, zones=["a"]), "gpufleet_gpu_pools[0].zones: zones are ignored on k3s"),
 ])
 def test_warnings_name_the_variable(platform, pool, warning):

@@ -245,9 +245,6 @@ def _check_pool(var, pool, platform, region, problems):
             any(t.get("key") != "nvidia.com/gpu" for t in pool["taints"] if isinstance(t, dict)):
         problems.warn(var + ".taints", "GKE puts its own nvidia.com/gpu taint on GPU nodes it creates; other "
                       "taints of the pool are not applied there (pods still get tolerations for them)")
-    if platform == "gke-autopilot" and pool["sharing"].get("mode") in ("time-slicing", "mps", "mig"):
-        problems.warn(var + ".sharing", "on GKE Autopilot GPU sharing is configured by GKE, not by gpufleet's "
-                      "device-plugin config")
 
 
 def _check_settings(platform, settings, problems):
