@@ -240,3 +240,34 @@ def test_gke_sharing_gke_cannot_give_is_refused(platform, sharing, error):
     pool = {"name": "p", "gpu_type": "a100-40gb", "max_nodes": 2, "sharing": sharing}
     errors = preflight(platform, "none", [pool])[0]
     assert any(e.startswith(error) for e in errors), errors
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. One coherent set of versions, and the README table generated from versions.py.
+# ---------------------------------------------------------------------------------------------
+
+# What each GPU Operator chart ships, from NVIDIA's release notes / the chart's Chart.yaml
+# (recorded here; no registry is reachable). The standalone images must be the chart's own.
+CHART_COMPONENTS = {
+    "v25.3.4": {"device_plugin": "v0.17.4", "dcgm_exporter": "4.3.1-4.4.0", "nfd": "v0.17.3"},
+    "v25.10.1": {"device_plugin": "v0.18.1", "dcgm_exporter": "4.4.2-4.7.0", "nfd": "v0.18.2"},
+}
+
+
+def test_standalone_images_are_the_pinned_charts_own():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils import versions
+    chart = versions.CHARTS["gpu_operator"]["version"]
+    shipped = CHART_COMPONENTS[chart]
+    for name, tag in shipped.items():
+        assert versions.IMAGES[name]["tag"].split("-ubuntu")[0] == tag, name
+    # The OLM channel follows the chart's minor release.
+    assert versions.OLM_PACKAGES["gpu_operator"]["channel"] == chart.rsplit(".", 1)[0]
+
+
+def test_readme_version_table_is_generated_from_versions_py():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils import versions
+    with open(os.path.join(ROOT, "roles", "nvidia_container_toolkit", "defaults", "main.yml")) as handle:
+        host_toolkit = yaml.safe_load(handle)["nvidia_container_toolkit_version"]
+    with open(os.path.join(ROOT, "README.md")) as handle:
+        readme = handle.read()
+    assert versions.table_markdown(host_toolkit) in readme

@@ -51,6 +51,14 @@ _ACCESS = {
     ("openshift", "none"): ("runtime-default", "your CRI-O configuration"),
 }
 SELF_MANAGED = ("kubeadm", "k3s", "rke2", "k0s", "microk8s")
+# Where gpufleet's node stage makes nvidia the default runtime, per distribution.
+NODE_STAGE_DEFAULT = {
+    "kubeadm": "containerd drop-in with default_runtime_name = \"nvidia\"",
+    "k3s": "default-runtime: nvidia in /etc/rancher/k3s/config.yaml.d (or the containerd template)",
+    "rke2": "default-runtime: nvidia in /etc/rancher/rke2/config.yaml.d (or the containerd template)",
+    "k0s": "/etc/k0s/containerd.d/nvidia.toml with default_runtime_name = \"nvidia\"",
+    "microk8s": "containerd-template.toml with default_runtime_name = \"nvidia\"",
+}
 
 
 def _bool(value, default):
@@ -80,10 +88,9 @@ def access(platform, addons_mode, extra=None):
     extra = extra or {}
     if platform in SELF_MANAGED:
         if addons_mode == "operator" and operator_runs_toolkit(platform, extra):
-            how, by = "runtime-default", "GPU Operator toolkit (CONTAINERD_SET_AS_DEFAULT=true)"
+            how, by = "runtime-default", "the GPU Operator's toolkit (CONTAINERD_SET_AS_DEFAULT=true)"
         elif _bool(extra.get("nvidia_container_toolkit_set_as_default"), True):
-            how, by = "runtime-default", ("gpufleet's node stage (nvidia_container_toolkit_set_as_default: true, "
-                                          "k3s/RKE2: default-runtime: nvidia)")
+            how, by = "runtime-default", "gpufleet's node stage: " + NODE_STAGE_DEFAULT[platform]
         else:
             how, by = "runtime-class", "nvidia_container_toolkit_set_as_default: false (runtimeClassName: nvidia)"
     else:
