@@ -94,13 +94,25 @@ def test_ec2nodeclass_selects_the_nvidia_ami_and_carries_kubelet_disk_role_selec
     assert h100["spec"]["securityGroupSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "ml-prod"}}]
 
 
-def test_no_gpu_nodeclass_ever_uses_an_alias():
+def test_default_gpu_nodeclass_uses_the_nvidia_ssm_parameter():
     for gpu_type, count in (("t4", 1), ("a10g", 4), ("l40s", 8), ("a100-80gb", 8), ("h200-141gb", 8), ("b200", 8)):
         pool = normalize_pool({"name": "p", "gpu_type": gpu_type, "gpus_per_node": count, "zones": ["us-east-1a"],
                                "max_nodes": 1})
         for obj in objects(pool):
             if obj["kind"] == "EC2NodeClass":
                 assert all("alias" not in t for t in obj["spec"]["amiSelectorTerms"])
+
+
+def test_pinned_ami_version_renders_the_al2023_alias_without_ami_family():
+    """Issue 14: the SSM 'recommended' parameter re-rolls every GPU node on each AMI release; the AL2023
+    alias resolves the NVIDIA variant per instance type (Karpenter >= v1.0), so it pins a release."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import ec2nodeclass
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.pools_check import resolve_settings
+    pool = normalize_pool({"name": "p", "gpu_type": "l4", "zones": ["us-east-1a"], "max_nodes": 1})
+    cls = ec2nodeclass(pool, resolve_settings({"gpu_pools_eks_ami_version": "v20251103"}), "c")
+    assert cls["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20251103"}]
+    assert "amiFamily" not in cls["spec"]
+    assert_crs_valid([cls])
 
 
 def test_settings_and_pool_override_the_defaults():

@@ -81,10 +81,18 @@ def nodepool(pool):
             "metadata": {"name": pool["name"], "labels": dict(MANAGED_BY)}, "spec": spec}
 
 
+def default_ami_terms(settings):
+    """A pinned AL2023 release (``gpu_pools_eks_ami_version``) as Karpenter's alias, which resolves
+    the NVIDIA variant per GPU instance type; otherwise the recommended NVIDIA AMI's SSM parameter,
+    which moves with every AMI release (Karpenter then drifts every GPU node onto it)."""
+    if settings.get("eks_ami_version"):
+        return [{"alias": "al2023@%s" % settings["eks_ami_version"]}]
+    return nvidia_ami_terms(settings["eks_kubernetes_version"])
+
+
 def ec2nodeclass(pool, settings, cluster):
     family = settings["eks_ami_family"]
-    terms = pool.get("ami_selector_terms") or settings["eks_ami_selector_terms"] or \
-        nvidia_ami_terms(settings["eks_kubernetes_version"])
+    terms = pool.get("ami_selector_terms") or settings["eks_ami_selector_terms"] or default_ami_terms(settings)
     spec = {
         "role": settings["eks_node_role"] or "KarpenterNodeRole-%s" % cluster,
         "amiFamily": family,
@@ -102,6 +110,8 @@ def ec2nodeclass(pool, settings, cluster):
                             "httpPutResponseHopLimit": 1, "httpTokens": "required"},
         "tags": {"gpufleet.io/pool": pool["name"], "gpufleet.io/cluster": cluster},
     }
+    if any("alias" in t for t in terms):
+        del spec["amiFamily"]  # an alias term names the family itself
     return {"apiVersion": NODECLASS_API, "kind": "EC2NodeClass",
             "metadata": {"name": pool["name"], "labels": dict(MANAGED_BY)}, "spec": spec}
 
