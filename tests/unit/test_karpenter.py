@@ -232,3 +232,48 @@ def test_migration_refuses_what_is_not_a_provisioner(docs, fragment):
                                               (0, "0s")])
 def test_seconds_to_duration(seconds, duration):
     assert seconds_to_duration(seconds, "x") == duration
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 14: inputs the migration used to convert silently into selectors that match nothing.
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tricky_migration():
+    return migrate(load_v1alpha5(os.path.join(FIXTURES, "v1alpha5-tricky-inputs.yaml")), "1.33", "ml-prod")
+
+
+def test_ami_ids_names_and_owners_become_id_and_owned_name_terms(tricky_migration):
+    cls = next(o for o in tricky_migration[0] if o["kind"] == "EC2NodeClass")
+    assert cls["spec"]["amiSelectorTerms"] == [
+        {"id": "ami-0123456789abcdef0"}, {"id": "ami-0fedcba9876543210"},
+        {"name": "amazon-eks-gpu-node-1.29-*", "owner": "amazon"},
+        {"name": "amazon-eks-gpu-node-1.29-*", "owner": "123456789012"},
+        {"name": "my-gpu-ami-*", "owner": "amazon"}, {"name": "my-gpu-ami-*", "owner": "123456789012"}]
+    assert cls["spec"]["subnetSelectorTerms"] == [{"id": "subnet-0123456789abcdef0"}, {"id": "subnet-0fedcba9876543210"}]
+    assert not any("tags" in t and any(k.startswith("aws") for k in t["tags"]) for t in cls["spec"]["amiSelectorTerms"])
+
+
+def test_string_numbers_are_converted_and_flagged(tricky_migration):
+    objs, _changes, needs = tricky_migration
+    cls = next(o for o in objs if o["kind"] == "EC2NodeClass")
+    pool = next(o for o in objs if o["kind"] == "NodePool")
+    assert cls["spec"]["kubelet"]["maxPods"] == 110
+    gpu_count = next(r for r in pool["spec"]["template"]["spec"]["requirements"]
+                     if r["key"] == "karpenter.k8s.aws/instance-gpu-count")
+    assert gpu_count["values"] == ["8"]
+    assert_crs_valid(objs)
+    assert any("kubeletConfiguration.maxPods is the string '110'; v1 needs a number, written as 110" in n for n in needs)
+    assert any("value 8 is not a string" in n for n in needs)
+
+
+@pytest.mark.parametrize("fragment", [
+    "requirement topology.kubernetes.io/zone: ap-south-1 is a region, not a zone",
+    "requirement topology.kubernetes.io/zone: aps1-az1 is a zone ID",
+    "requirement karpenter.k8s.aws/instance-family: gx9 is not an NVIDIA GPU instance family",
+    "the node class now uses AL2023 (nodeadm) user data, which AL2 AMIs do not run",
+])
+def test_needs_input_lists_what_would_select_nothing(tricky_migration, fragment):
+    needs = tricky_migration[2]
+    assert any(fragment in n for n in needs), needs
+    assert not any("ap-south-1a is" in n for n in needs)
