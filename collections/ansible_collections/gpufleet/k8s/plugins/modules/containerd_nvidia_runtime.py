@@ -207,7 +207,7 @@ def main():
                                            p["runtime_name"], p["runtime_binary"])
             result["notes"].extend(cc.dump_warnings(dumped, p["enable_cdi"]))
             validated = True
-        if files and not validated:
+        if not validated and any(path.endswith((".toml", ".tmpl")) for path in files):
             result["notes"].append("the candidate was not validated with containerd (%s): %s"
                                    % (p["containerd_binary"], "the preset's runtime embeds its own containerd"
                                       if result["preset"] != "containerd" else "binary not found"))
