@@ -880,5 +880,7 @@ def table_markdown():
     for name in sorted(PRESETS):
         preset = PRESETS[name]
         files = [p for p in (preset["config"], preset["dropin"]) if p]
+        if preset.get("distro_config"):
+            files.append("(no template:) " + preset["distro_config"])
         rows.append("| %s | %s | %s | %s |" % (name, preset["description"], ", ".join(files), preset["socket"]))
     return "\n".join(rows)
