@@ -443,3 +443,21 @@ def test_removing_a_file_keeps_a_backup_for_rollback(tmp_path):
 ])
 def test_service_is_the_hosts_server_or_agent_unit(preset, present, expected):
     assert cc.resolve_service(preset, exists=lambda p: p in present) == expected
+
+
+def test_node_stage_watch_list_covers_every_preset_file_and_service():
+    """A file or unit the runtime presets write or restart that the node stamp does not watch would
+    let the fast path skip a host whose runtime config was removed or whose service stopped."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "playbooks", "nodes.yml")) as handle:
+        play = next(p for p in yaml.safe_load(handle) if "__gpufleet_node_watch" in (p.get("vars") or {}))
+    watch = play["vars"]["__gpufleet_node_watch"]
+    paths = [p for p in watch["paths"] if not p.startswith("{{")]
+    for name, preset in cc.PRESETS.items():
+        if preset["kind"] != "containerd" or name == "microk8s":
+            continue
+        for path in (preset["config"], preset["dropin"], preset.get("distro_config")):
+            if path:
+                assert any(path == p or path.startswith(p + "/") for p in paths), (name, path)
+        for service in preset.get("services") or (preset["service"],):
+            assert service + ".service" in watch["services"], (name, service)
