@@ -271,3 +271,12 @@ def test_readme_version_table_is_generated_from_versions_py():
     with open(os.path.join(ROOT, "README.md")) as handle:
         readme = handle.read()
     assert versions.table_markdown(host_toolkit) in readme
+
+
+def test_gke_operator_mode_with_sharing_is_a_warning_naming_the_pool():
+    pool = {"name": "p", "gpu_type": "l4", "max_nodes": 1, "sharing": {"mode": "time-slicing", "replicas": 2}}
+    errors, warnings, _plan = preflight("gke", "operator", [pool])
+    assert errors == []
+    assert any(w.startswith("gpufleet_gpu_pools[0].sharing: GKE shares and partitions GPUs through Google's")
+               for w in warnings), warnings
+    assert not any("GKE shares" in w for w in preflight("gke", "standalone", [pool])[1])

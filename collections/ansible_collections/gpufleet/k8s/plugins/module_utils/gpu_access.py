@@ -146,6 +146,12 @@ def check(plan, extra, problems):
                                "as nvidia.com/gpu; use one of: false" % platform)
             if sharing.get("mode") in GKE_STRATEGIES and sharing.get("fail_requests_greater_than_one") is False:
                 problems.warn(var, "GKE always refuses requests of more than one shared nvidia.com/gpu")
+            if mode == "operator" and sharing.get("mode", "none") != "none":
+                problems.warn(var, "GKE shares and partitions GPUs through Google's device plugin, which "
+                              "gpufleet_addons_mode=operator replaces: placement still asks GKE for a %s node pool, "
+                              "but the operator's device plugin on it has no per-pool config (GKE nodes carry no "
+                              "nvidia.com/device-plugin.config label); use gpufleet_addons_mode: standalone for "
+                              "GPU sharing on GKE" % sharing["mode"])
             continue
         if sharing.get("mode") != "mig" or sharing.get("mig_preconfigured") or mode == "none":
             continue
