@@ -25,6 +25,7 @@ EXPECTED = {
     "gke": set(),  # GKE runs device plugin and DCGM metrics itself: only the scrape job file
     "gke-autopilot": set(),
     "openshift": {"cluster/gpu-operator", "cluster/gpu-operator-policy"},
+    "kubeadm-operator": {"cluster/gpu-operator"},
 }
 
 

@@ -27,6 +27,7 @@ EXPECTED = {
     "gke-autopilot": {"compute-classes", "examples"},
     "example": {"nodes", "examples"},
     "k3s": {"nodes", "examples"},
+    "kubeadm-operator": {"nodes", "examples"},
 }
 
 
@@ -192,3 +193,51 @@ def test_migration_playbook_check_real_rerun_and_bad_file(tmp_path):
     rc, out = run_site(str(tmp_path / "unused"), "-e", "karpenter_migrate_src=%s" % bad,
                        playbook="playbooks/karpenter_migrate.yml")
     assert rc != 0 and "not a Provisioner" in out
+
+
+def _examples(build):
+    out = {}
+    for path in provision_files(build)["examples"]:
+        for obj in load(path):
+            if obj["kind"] == "Job":
+                out[obj["metadata"]["labels"]["gpufleet.io/pool"]] = obj["spec"]["template"]["spec"]
+    return out
+
+
+def test_sharing_end_to_end_placement_asks_for_what_the_node_advertises(rendered):
+    """Issue 14: MIG mixed partitioned by the operator from gpufleet's node label, and GKE's own
+    sharing labels; the example Job of each pool asks for exactly the resource the pool's nodes
+    will advertise (the MIG manager / GKE / the device plugin themselves cannot run here)."""
+    inv, build, _out = rendered
+    jobs = _examples(build)
+    if inv == "kubeadm-operator":
+        nodes = {}
+        for path in provision_files(build)["nodes"]:
+            for node in load(path):
+                nodes[node["metadata"]["name"]] = node["metadata"]["labels"]
+        mig_nodes = [n for n, labels in nodes.items() if labels["gpufleet.io/pool"] == "mig-h100"]
+        assert len(mig_nodes) == 2
+        assert all(nodes[n]["nvidia.com/mig.config"] == "all-1g.10gb" for n in mig_nodes)
+        assert not any("nvidia.com/mig.config" in labels for n, labels in nodes.items() if n not in mig_nodes)
+        with open(os.path.join(build, "cluster", "gpu-operator", "gpu-operator-values.yaml")) as handle:
+            values = yaml.safe_load(handle)
+        assert values["migManager"]["enabled"] is True and values["mig"]["strategy"] == "mixed"
+        plugin = {name: yaml.safe_load(text) for name, text in values["devicePlugin"]["config"]["data"].items()}
+        assert plugin["mig-h100"]["flags"]["migStrategy"] == "mixed"
+        assert plugin["share-l40s"]["sharing"]["timeSlicing"]["renameByDefault"] is True
+        # mixed strategy + all-1g.10gb => the node advertises nvidia.com/mig-1g.10gb; time-slicing with
+        # renameByDefault => nvidia.com/gpu.shared. nvidia is the default runtime: no runtimeClassName.
+        assert jobs["mig-h100"]["containers"][0]["resources"]["limits"] == {"nvidia.com/mig-1g.10gb": 1}
+        assert jobs["share-l40s"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu.shared": 1}
+        assert not any("runtimeClassName" in spec for spec in jobs.values())
+    if inv == "gke":
+        mig = jobs["mig-a100"]
+        terms = {t["key"]: t["values"] for t in mig["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"]}
+        assert terms["cloud.google.com/gke-gpu-partition-size"] == ["1g.5gb"]
+        assert mig["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}
+        shared = jobs["infer-l4"]
+        assert shared["nodeSelector"] == {"cloud.google.com/compute-class": "infer-l4",
+                                          "cloud.google.com/gke-gpu-sharing-strategy": "time-sharing",
+                                          "cloud.google.com/gke-max-shared-clients-per-gpu": "2"}
+        assert shared["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}

@@ -32,9 +32,21 @@ POOLS = [
 ZONES = {"eks": ["us-east-1a", "us-east-1b"], "gke": ["us-central1-a"], "gke-autopilot": ["us-central1-a"]}
 
 
-def pools_for(preset):
-    """Cloud pools need zones (provisioning preflight); self-managed ones take none."""
-    return [dict(p, zones=ZONES[preset]) if preset in ZONES else p for p in POOLS]
+def pools_for(preset, mode="operator"):
+    """Cloud pools need zones (provisioning preflight); self-managed ones take none. GKE partitions
+    MIG GPUs alike (strategy single); standalone mode does not partition MIG GPUs, so there the
+    MIG pool is declared partitioned on the hosts (mig_preconfigured)."""
+    out = []
+    for pool in POOLS:
+        pool = dict(pool, zones=ZONES[preset]) if preset in ZONES else dict(pool)
+        if pool["sharing"]["mode"] == "mig":
+            pool["sharing"] = dict(pool["sharing"])
+            if preset in ("gke", "gke-autopilot"):
+                pool["sharing"]["mig_strategy"] = "single"
+            elif mode == "standalone":
+                pool["sharing"]["mig_preconfigured"] = True
+        out.append(pool)
+    return out
 
 
 def section(title, body):
@@ -51,7 +63,7 @@ def objects_text(objs):
 def render(preset):
     out = []
     for mode in ("standalone", "operator"):
-        params = {"platform": preset, "cluster_name": "golden", "addons_mode": mode, "pools": pools_for(preset),
+        params = {"platform": preset, "cluster_name": "golden", "addons_mode": mode, "pools": pools_for(preset, mode),
                   "apply": False, "extra": {}}
         errors, _warnings, plan = run_preflight(params)
         if errors:

@@ -10,7 +10,8 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.addons_preflight impo
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-POOLS = [{"name": "train", "gpu_type": "a100-80gb", "sharing": {"mode": "mig", "mig_strategy": "single"}},
+POOLS = [{"name": "train", "gpu_type": "a100-80gb", "sharing": {"mode": "mig", "mig_strategy": "single",
+                                                                  "mig_profile": "1g.10gb", "mig_preconfigured": True}},
          {"name": "infer", "gpu_type": "l4", "sharing": {"mode": "time-slicing", "replicas": 4}}]
 BASE = {"platform": "kubeadm", "cluster_name": "c1", "addons_mode": "standalone", "pools": POOLS, "apply": False,
         "extra": {}}
@@ -163,10 +164,5 @@ def test_exporter_runtime_class_without_the_plugin_runtime_class_is_a_warning():
     errors, warnings, _plan = run_preflight(params(nvidia_device_plugin_enabled=False))
     assert errors == []
     assert any(w.startswith("dcgm_exporter_runtime_class:") for w in warnings)
-    assert [w.split(":")[0] for w in run_preflight(params())[1]] == ["gpufleet_gpu_pools[0].sharing"]  # MIG note
+    assert run_preflight(params())[1] == []
 
-
-def test_standalone_mig_pool_gets_a_partitioning_warning_operator_does_not():
-    warnings = run_preflight(params())[1]
-    assert any("does not partition GPUs" in w for w in warnings)
-    assert not any("does not partition GPUs" in w for w in run_preflight(params(mode="operator"))[1])

@@ -3,6 +3,8 @@ import os
 import subprocess
 
 import pytest
+import yaml
+
 from ansible_collections.gpufleet.k8s.plugins.module_utils._vendor import tomlkit
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_config as cc
@@ -394,3 +396,68 @@ def test_readme_carries_the_preset_table():
     here = os.path.dirname(os.path.abspath(__file__))
     with open(os.path.join(here, "..", "..", "README.md")) as handle:
         assert cc.table_markdown() in handle.read()
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 14: k3s / RKE2 without a template, and the server/agent service names.
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("preset,path", [("k3s", "/etc/rancher/k3s/config.yaml.d/90-gpufleet-nvidia.yaml"),
+                                         ("rke2", "/etc/rancher/rke2/config.yaml.d/90-gpufleet-nvidia.yaml")])
+def test_distro_without_template_sets_default_runtime_in_its_config(preset, path):
+    """Old code wrote nothing: no restart (k3s/RKE2 add the nvidia runtime only at start) and runc
+    stayed the default although set_as_default was asked for."""
+    result = cc.plan(preset, set_as_default=True, read=fake_reader({}))
+    assert list(result["files"]) == [path]
+    old, new = result["files"][path]
+    assert old is None and yaml.safe_load(new) == {"default-runtime": "nvidia"}
+    assert "the default runtime is set in its config file " + path in result["notes"][0]
+    # second run: nothing to write
+    assert cc.plan(preset, set_as_default=True, read=fake_reader({path: new}))["files"] == {}
+    # set_as_default turned off: gpufleet's file is removed
+    assert cc.plan(preset, set_as_default=False, read=fake_reader({path: new}))["files"] == {path: (new, None)}
+
+
+def test_removing_a_file_keeps_a_backup_for_rollback(tmp_path):
+    path = tmp_path / "config.yaml.d" / "90-gpufleet-nvidia.yaml"
+    path.parent.mkdir()
+    path.write_text("default-runtime: nvidia\n")
+    written = cc.write_files({str(path): ("default-runtime: nvidia\n", None)})
+    assert not path.exists()
+    assert written == [{"path": str(path), "backup": str(path) + cc.BACKUP_SUFFIX, "existed": True}]
+    assert (tmp_path / "config.yaml.d" / ("90-gpufleet-nvidia.yaml" + cc.BACKUP_SUFFIX)).read_text() == \
+        "default-runtime: nvidia\n"
+
+
+@pytest.mark.parametrize("preset,present,expected", [
+    ("k3s", ["/etc/systemd/system/k3s.service"], "k3s"),
+    ("k3s", ["/etc/systemd/system/k3s-agent.service"], "k3s-agent"),
+    ("rke2", ["/usr/local/lib/systemd/system/x", "/usr/lib/systemd/system/rke2-server.service",
+              "/usr/lib/systemd/system/rke2-agent.service",
+              "/etc/systemd/system/multi-user.target.wants/rke2-agent.service"], "rke2-agent"),
+    ("rke2", ["/usr/lib/systemd/system/rke2-server.service", "/usr/lib/systemd/system/rke2-agent.service",
+              "/etc/systemd/system/multi-user.target.wants/rke2-server.service"], "rke2-server"),
+    ("rke2", [], "rke2-server"),
+    ("k0s", ["/etc/systemd/system/k0scontroller.service"], "k0scontroller"),
+    ("containerd", [], "containerd"),
+])
+def test_service_is_the_hosts_server_or_agent_unit(preset, present, expected):
+    assert cc.resolve_service(preset, exists=lambda p: p in present) == expected
+
+
+def test_node_stage_watch_list_covers_every_preset_file_and_service():
+    """A file or unit the runtime presets write or restart that the node stamp does not watch would
+    let the fast path skip a host whose runtime config was removed or whose service stopped."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "playbooks", "nodes.yml")) as handle:
+        play = next(p for p in yaml.safe_load(handle) if "__gpufleet_node_watch" in (p.get("vars") or {}))
+    watch = play["vars"]["__gpufleet_node_watch"]
+    paths = [p for p in watch["paths"] if not p.startswith("{{")]
+    for name, preset in cc.PRESETS.items():
+        if preset["kind"] != "containerd" or name == "microk8s":
+            continue
+        for path in (preset["config"], preset["dropin"], preset.get("distro_config")):
+            if path:
+                assert any(path == p or path.startswith(p + "/") for p in paths), (name, path)
+        for service in preset.get("services") or (preset["service"],):
+            assert service + ".service" in watch["services"], (name, service)

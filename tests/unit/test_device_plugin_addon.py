@@ -72,7 +72,7 @@ def test_daemonset_contract():
     keys = [t["matchExpressions"][0]["key"] for t in terms]
     assert keys == ["feature.node.kubernetes.io/pci-10de.present", "nvidia.com/gpu.present", "gpufleet.io/pool"]
     plugin = pod["containers"][0]
-    assert plugin["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.17.3"
+    assert plugin["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.18.1"
     assert {"name": "device-plugin", "mountPath": "/var/lib/kubelet/device-plugins"} in plugin["volumeMounts"]
     # MIG pools present: the plugin monitors MIG devices and needs SYS_ADMIN (upstream's choice).
     assert plugin["securityContext"] == {"capabilities": {"add": ["SYS_ADMIN"]}}
@@ -125,7 +125,7 @@ def test_gfd_optional_and_registry_prefix_with_digest():
     objs = by_kind_name(device_plugin_objects(plan(POOLS), extra))
     assert ("DaemonSet", "gpu-feature-discovery") not in objs
     image = objs[("DaemonSet", "nvidia-device-plugin")]["spec"]["template"]["spec"]["containers"][0]["image"]
-    assert image == "mirror.local:5000/nvidia/k8s-device-plugin:v0.17.3@" + digest
+    assert image == "mirror.local:5000/nvidia/k8s-device-plugin:v0.18.1@" + digest
 
 
 def test_gfd_writes_the_nfd_feature_file_and_reads_the_pool_config():
@@ -150,12 +150,13 @@ def test_optional_nfd_is_off_by_default_and_schema_valid_when_on():
     worker = by_kind_name(objs)[("DaemonSet", "nfd-worker")]["spec"]["template"]["spec"]
     assert any(v["hostPath"]["path"] == "/etc/kubernetes/node-feature-discovery/features.d"
                for v in worker["volumes"] if "hostPath" in v)
-    assert worker["containers"][0]["image"] == "registry.k8s.io/nfd/node-feature-discovery:v0.17.3"
+    assert worker["containers"][0]["image"] == "registry.k8s.io/nfd/node-feature-discovery:v0.18.2"
 
 
 SHARING = [{"mode": "none"}, {"mode": "time-slicing", "replicas": 2}, {"mode": "time-slicing", "replicas": 16},
-           {"mode": "mps", "replicas": 4}, {"mode": "mig", "mig_strategy": "single"},
-           {"mode": "mig", "mig_strategy": "mixed"}]
+           {"mode": "mps", "replicas": 4},
+           {"mode": "mig", "mig_strategy": "single", "mig_profile": "1g.10gb", "mig_preconfigured": True},
+           {"mode": "mig", "mig_strategy": "mixed", "mig_profile": "3g.40gb", "mig_preconfigured": True}]
 
 
 def test_any_valid_pool_set_gives_named_configs_and_valid_objects():

@@ -123,7 +123,7 @@ def test_openshift_uses_olm_and_a_cluster_policy():
 def test_values_file_is_yaml_with_a_header():
     text = values_file(plan("k3s"), {})
     assert text.startswith("# GPU Operator Helm values rendered by gpufleet")
-    assert "v25.3.4" in text.splitlines()[1]
+    assert "v25.10.1" in text.splitlines()[1]
     assert yaml.safe_load(text)["operator"]["defaultRuntime"] == "containerd"
 
 

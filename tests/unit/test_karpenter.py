@@ -94,13 +94,25 @@ def test_ec2nodeclass_selects_the_nvidia_ami_and_carries_kubelet_disk_role_selec
     assert h100["spec"]["securityGroupSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "ml-prod"}}]
 
 
-def test_no_gpu_nodeclass_ever_uses_an_alias():
+def test_default_gpu_nodeclass_uses_the_nvidia_ssm_parameter():
     for gpu_type, count in (("t4", 1), ("a10g", 4), ("l40s", 8), ("a100-80gb", 8), ("h200-141gb", 8), ("b200", 8)):
         pool = normalize_pool({"name": "p", "gpu_type": gpu_type, "gpus_per_node": count, "zones": ["us-east-1a"],
                                "max_nodes": 1})
         for obj in objects(pool):
             if obj["kind"] == "EC2NodeClass":
                 assert all("alias" not in t for t in obj["spec"]["amiSelectorTerms"])
+
+
+def test_pinned_ami_version_renders_the_al2023_alias_without_ami_family():
+    """Issue 14: the SSM 'recommended' parameter re-rolls every GPU node on each AMI release; the AL2023
+    alias resolves the NVIDIA variant per instance type (Karpenter >= v1.0), so it pins a release."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import ec2nodeclass
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.pools_check import resolve_settings
+    pool = normalize_pool({"name": "p", "gpu_type": "l4", "zones": ["us-east-1a"], "max_nodes": 1})
+    cls = ec2nodeclass(pool, resolve_settings({"gpu_pools_eks_ami_version": "v20251103"}), "c")
+    assert cls["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20251103"}]
+    assert "amiFamily" not in cls["spec"]
+    assert_crs_valid([cls])
 
 
 def test_settings_and_pool_override_the_defaults():
@@ -220,3 +232,48 @@ def test_migration_refuses_what_is_not_a_provisioner(docs, fragment):
                                               (0, "0s")])
 def test_seconds_to_duration(seconds, duration):
     assert seconds_to_duration(seconds, "x") == duration
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 14: inputs the migration used to convert silently into selectors that match nothing.
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tricky_migration():
+    return migrate(load_v1alpha5(os.path.join(FIXTURES, "v1alpha5-tricky-inputs.yaml")), "1.33", "ml-prod")
+
+
+def test_ami_ids_names_and_owners_become_id_and_owned_name_terms(tricky_migration):
+    cls = next(o for o in tricky_migration[0] if o["kind"] == "EC2NodeClass")
+    assert cls["spec"]["amiSelectorTerms"] == [
+        {"id": "ami-0123456789abcdef0"}, {"id": "ami-0fedcba9876543210"},
+        {"name": "amazon-eks-gpu-node-1.29-*", "owner": "amazon"},
+        {"name": "amazon-eks-gpu-node-1.29-*", "owner": "123456789012"},
+        {"name": "my-gpu-ami-*", "owner": "amazon"}, {"name": "my-gpu-ami-*", "owner": "123456789012"}]
+    assert cls["spec"]["subnetSelectorTerms"] == [{"id": "subnet-0123456789abcdef0"}, {"id": "subnet-0fedcba9876543210"}]
+    assert not any("tags" in t and any(k.startswith("aws") for k in t["tags"]) for t in cls["spec"]["amiSelectorTerms"])
+
+
+def test_string_numbers_are_converted_and_flagged(tricky_migration):
+    objs, _changes, needs = tricky_migration
+    cls = next(o for o in objs if o["kind"] == "EC2NodeClass")
+    pool = next(o for o in objs if o["kind"] == "NodePool")
+    assert cls["spec"]["kubelet"]["maxPods"] == 110
+    gpu_count = next(r for r in pool["spec"]["template"]["spec"]["requirements"]
+                     if r["key"] == "karpenter.k8s.aws/instance-gpu-count")
+    assert gpu_count["values"] == ["8"]
+    assert_crs_valid(objs)
+    assert any("kubeletConfiguration.maxPods is the string '110'; v1 needs a number, written as 110" in n for n in needs)
+    assert any("value 8 is not a string" in n for n in needs)
+
+
+@pytest.mark.parametrize("fragment", [
+    "requirement topology.kubernetes.io/zone: ap-south-1 is a region, not a zone",
+    "requirement topology.kubernetes.io/zone: aps1-az1 is a zone ID",
+    "requirement karpenter.k8s.aws/instance-family: gx9 is not an NVIDIA GPU instance family",
+    "the node class now uses AL2023 (nodeadm) user data, which AL2 AMIs do not run",
+])
+def test_needs_input_lists_what_would_select_nothing(tricky_migration, fragment):
+    needs = tricky_migration[2]
+    assert any(fragment in n for n in needs), needs
+    assert not any("ap-south-1a is" in n for n in needs)

@@ -23,7 +23,7 @@ def plan(platform="kubeadm", mode="standalone", pools=POOLS):
 
 
 @pytest.mark.parametrize("ref,prefix,want", [
-    ("nvcr.io/nvidia/k8s-device-plugin:v0.17.3", "m.local:5000", "m.local:5000/nvidia/k8s-device-plugin:v0.17.3"),
+    ("nvcr.io/nvidia/k8s-device-plugin:v0.18.1", "m.local:5000", "m.local:5000/nvidia/k8s-device-plugin:v0.18.1"),
     ("docker.io/curlimages/curl:8.11.1", "m.local/pfx/", "m.local/pfx/curlimages/curl:8.11.1"),
     ("curlimages/curl:8.11.1", "m.local", "m.local/curlimages/curl:8.11.1"),
     ("busybox:1.36", "m.local", "m.local/library/busybox:1.36"),
@@ -52,7 +52,7 @@ def test_effective_registry_and_addon_settings():
     s = settings(plan(), {"gpufleet_registry_prefix": "p.local"})
     assert s["gpufleet_registry_prefix"] == "p.local"
     op = settings(plan(mode="operator"), {"gpufleet_mirror_chart_path": "/srv/charts/"})
-    assert op["gpu_operator_chart_path"] == "/srv/charts/gpu-operator-v25.3.4.tgz"
+    assert op["gpu_operator_chart_path"] == "/srv/charts/gpu-operator-v25.10.1.tgz"
     pinned = settings(plan(mode="operator"), {"gpufleet_mirror_chart_path": "/srv/c", "gpu_operator_chart_version": "v25.10.0"})
     assert pinned["gpu_operator_chart_path"] == "/srv/c/gpu-operator-v25.10.0.tgz"
     ocp = settings(plan("openshift", "operator"), {"gpufleet_mirror_chart_path": "/srv/c"})
@@ -124,8 +124,8 @@ def test_manifest_standalone_self_managed():
     assert rhel["driver"]["module_stream"] == "nvidia-driver:580-dkms"
     assert "https://nvidia.github.io/libnvidia-container/stable/rpm/x86_64" in [r["url"] for r in rhel["repositories"]]
     refs = {i["name"]: i for i in man["images"]}
-    assert refs["device_plugin"]["source"] == "nvcr.io/nvidia/k8s-device-plugin:v0.17.3"
-    assert refs["device_plugin"]["mirror"] == "m.local:5000/nvidia/k8s-device-plugin:v0.17.3"
+    assert refs["device_plugin"]["source"] == "nvcr.io/nvidia/k8s-device-plugin:v0.18.1"
+    assert refs["device_plugin"]["mirror"] == "m.local:5000/nvidia/k8s-device-plugin:v0.18.1"
     assert refs["probe"]["mirror"] == "m.local:5000/curlimages/curl:8.11.1"
     assert man["charts"] == [] and man["olm_packages"] == []
     assert not any("nvidia_driver_node_distros is not set" in n for n in man["notes"])
@@ -149,7 +149,7 @@ def test_manifest_digest_override_and_cloud_platform():
 
 def test_manifest_operator_mode_chart_and_openshift_olm():
     man = mirror.manifest(plan(mode="operator"), {"gpufleet_mirror_chart_path": "/srv/c"}, ["n1"])
-    assert man["charts"][0]["version"] == "v25.3.4" and man["charts"][0]["mirror"] == "/srv/c/gpu-operator-v25.3.4.tgz"
+    assert man["charts"][0]["version"] == "v25.10.1" and man["charts"][0]["mirror"] == "/srv/c/gpu-operator-v25.10.1.tgz"
     assert not [i for i in man["images"] if i["name"] == "device_plugin"]
     assert any("helm template" in n for n in man["notes"])
     ocp = mirror.manifest(plan("openshift", "operator"), {}, ["n1"])
@@ -205,7 +205,7 @@ def test_operand_awk_reads_cluster_policy_triplets(tmp_path):
 def test_markdown_tables():
     man = mirror.manifest(plan(mode="operator"), {}, ["n1"])
     md = mirror.manifest_markdown(man)
-    assert "| gpu-operator | v25.3.4 | https://helm.ngc.nvidia.com/nvidia | gpu-operator-v25.3.4.tgz | - |" in md
+    assert "| gpu-operator | v25.10.1 | https://helm.ngc.nvidia.com/nvidia | gpu-operator-v25.10.1.tgz | - |" in md
     assert "| nvidia-container-toolkit | 1.17.8-1 | toolkit |" in md
 
 

@@ -27,8 +27,12 @@ def test_smoke_jobs_are_valid_and_placed_on_their_pool(platform, key, values):
     train, infer, plain = jobs
     terms = train["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert {"key": key, "operator": "In", "values": values} in terms["nodeSelectorTerms"][0]["matchExpressions"]
-    assert train["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/mig-1g.10gb": 1}
-    assert infer["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu.shared": 1}
+    # GKE's own device plugin advertises every MIG partition and shared GPU as nvidia.com/gpu.
+    gke = platform == "gke"
+    assert train["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == (
+        {"nvidia.com/gpu": 1} if gke else {"nvidia.com/mig-1g.10gb": 1})
+    assert infer["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == (
+        {"nvidia.com/gpu": 1} if gke else {"nvidia.com/gpu.shared": 1})
     assert train["spec"]["template"]["spec"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert "tolerations" not in plain["spec"]["template"]["spec"]
     assert train["spec"]["backoffLimit"] == 0 and train["spec"]["activeDeadlineSeconds"] == 300

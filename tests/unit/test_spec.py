@@ -7,7 +7,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
 
 GOOD_POOL = {"name": "train-a100", "gpu_type": "a100-80gb", "gpus_per_node": 8, "max_nodes": 2,
-             "sharing": {"mode": "mig", "mig_strategy": "single"}}
+             "sharing": {"mode": "mig", "mig_strategy": "single", "mig_profile": "1g.10gb", "mig_preconfigured": True}}
 GOOD = {"platform": "kubeadm", "cluster_name": "c1", "addons_mode": "standalone",
         "pools": [GOOD_POOL, {"name": "infer-l4", "gpu_type": "l4", "sharing": {"mode": "time-slicing", "replicas": 4}}],
         "apply": False}

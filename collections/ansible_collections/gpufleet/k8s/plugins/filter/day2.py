@@ -24,9 +24,10 @@ def upgrade_failure_note(node, step, reason):
     return {"annotation": value, "instructions": instructions}
 
 
-def gpu_smoke_jobs(pools, platform, image, namespace, timeout, placements=None):
+def gpu_smoke_jobs(pools, platform, image, namespace, timeout, placements=None, runtime_class=None):
     placements = placements or {}
-    return [smoke_job(pool, platform, image, namespace, timeout, placements.get(pool["name"])) for pool in pools]
+    return [smoke_job(pool, platform, image, namespace, timeout, placements.get(pool["name"]), runtime_class)
+            for pool in pools]
 
 
 class FilterModule(object):

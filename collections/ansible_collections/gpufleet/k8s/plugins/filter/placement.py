@@ -14,21 +14,23 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import exam
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
 
 
-def gpu_pod_placement(pool, platform, gpus=None):
-    """Pod spec fragment {resources, affinity|nodeSelector, tolerations} for ``pool`` on ``platform``.
+def gpu_pod_placement(pool, platform, gpus=None, runtime_class=None):
+    """Pod spec fragment {resources, affinity|nodeSelector, tolerations[, runtimeClassName]} for ``pool``
+    on ``platform``.
 
-    Example: ``{{ pool | gpufleet.k8s.gpu_pod_placement('gke') }}``; ``gpus`` overrides the count.
+    Example: ``{{ pool | gpufleet.k8s.gpu_pod_placement('gke') }}``; ``gpus`` overrides the count;
+    ``runtime_class`` (``gpufleet_plan.gpu_access.runtime_class``) where nvidia is not the default runtime.
     """
     try:
-        return placement(normalize_pool(pool), platform, gpus)
+        return placement(normalize_pool(pool), platform, gpus, runtime_class)
     except GpufleetError as exc:
         raise AnsibleFilterError(exc.msg)
 
 
-def gpu_pool_examples(pools, platform, image, namespace):
+def gpu_pool_examples(pools, platform, image, namespace, runtime_class=None):
     """A Namespace and one CUDA sample Job per pool, placed with ``gpu_pod_placement``."""
     try:
-        jobs = example_jobs([normalize_pool(p) for p in pools], platform, image, namespace)
+        jobs = example_jobs([normalize_pool(p) for p in pools], platform, image, namespace, runtime_class)
     except GpufleetError as exc:
         raise AnsibleFilterError(exc.msg)
     ns = {"apiVersion": "v1", "kind": "Namespace",

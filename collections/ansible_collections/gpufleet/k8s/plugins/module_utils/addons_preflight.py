@@ -14,6 +14,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
+from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_access
 from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import parse_metric
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems, one_of
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_operator import (
@@ -254,12 +255,8 @@ def check(params, plan, problems):
         if mode == "none" and s[var] is True:
             problems.error(var, "true has no effect with gpufleet_addons_mode=none (no add-on is deployed); use "
                            "one of: auto, false, or gpufleet_addons_mode: standalone")
-    if mode == "standalone" and plan.get("platform") not in ("gke", "gke-autopilot"):
-        for i, pool in enumerate(plan.get("pools") or []):
-            if (pool.get("sharing") or {}).get("mode") == "mig":
-                problems.warn("gpufleet_gpu_pools[%d].sharing" % i, "standalone mode does not partition GPUs: MIG mode "
-                              "and the instances (%s) must exist on the hosts, or use gpufleet_addons_mode=operator "
-                              "(MIG manager)" % ((pool.get("sharing") or {}).get("mig_profile") or "any profile"))
+    # MIG partitioning and GKE-native sharing: what renders fine but gives pods no GPU.
+    gpu_access.check(plan, extra, problems)
     if mode == "standalone" and plan.get("platform") == "openshift":
         problems.warn("gpufleet_addons_mode", "standalone on OpenShift: the device plugin, GFD and dcgm-exporter "
                       "service accounts need the privileged SCC; the supported path is operator")

@@ -70,18 +70,23 @@ PRESETS = {
         "kind": "containerd", "style": "template",
         "config": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl",
         "dropin": None, "socket": "/run/k3s/containerd/containerd.sock", "service": "k3s",
+        "services": ("k3s", "k3s-agent"),
+        "distro_config": "/etc/rancher/k3s/config.yaml.d/90-gpufleet-nvidia.yaml",
         "description": "k3s (server or agent)",
     },
     "rke2": {
         "kind": "containerd", "style": "template",
         "config": "/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl",
-        "dropin": None, "socket": "/run/k3s/containerd/containerd.sock", "service": "rke2-agent",
+        "dropin": None, "socket": "/run/k3s/containerd/containerd.sock", "service": "rke2-server",
+        "services": ("rke2-server", "rke2-agent"),
+        "distro_config": "/etc/rancher/rke2/config.yaml.d/90-gpufleet-nvidia.yaml",
         "description": "RKE2 (server or agent)",
     },
     "k0s": {
         "kind": "containerd", "style": "dropin", "config": None,
         "dropin": "/etc/k0s/containerd.d/nvidia.toml",
         "socket": "/run/k0s/containerd.sock", "service": "k0sworker",
+        "services": ("k0sworker", "k0scontroller"),
         "description": "k0s (k0s merges /etc/k0s/containerd.d/*.toml into its containerd config)",
     },
     "microk8s": {
@@ -715,6 +720,14 @@ def write_files(files, backup=True):
     written = []
     for path in sorted(files):
         old, new = files[path]
+        if new is None:
+            if old is not None:
+                saved = backup_path(path) if backup else None
+                if saved:
+                    shutil.copy2(path, saved)
+                os.unlink(path)
+                written.append({"path": path, "backup": saved, "existed": True})
+            continue
         directory = os.path.dirname(path)
         if not os.path.isdir(directory):
             os.makedirs(directory, 0o755)
@@ -772,9 +785,12 @@ def plan(preset_name, mode="drop-in", config_path=None, dropin_path=None, runtim
         text = read(config_path)
         if text is None:
             if preset_name in ("k3s", "rke2"):
+                result = plan_distro_default_runtime(preset, read, runtime_name, set_as_default)
                 notes.append("%s is absent: %s generates its containerd config and adds the nvidia runtime itself "
-                             "when %s exists; nothing written" % (config_path, preset_name, binary))
-                result = dict(files={}, version=None, cri_path=[], actions=[], created_from=None)
+                             "at start when %s exists; %s" % (
+                                 config_path, preset_name, binary,
+                                 "the default runtime is set in its config file %s" % preset["distro_config"]
+                                 if set_as_default else "pods need runtimeClassName: nvidia"))
             else:
                 raise GpufleetError("%s does not exist: is %s installed?" % (config_path, preset_name))
         else:
@@ -805,6 +821,45 @@ def plan(preset_name, mode="drop-in", config_path=None, dropin_path=None, runtim
     return result
 
 
+DISTRO_CONFIG_TEXT = ("# Managed by gpufleet (containerd_nvidia_runtime): %s adds the nvidia runtime at start;\n"
+                      "# this makes it containerd's default, so GPU pods need no runtimeClassName.\n"
+                      "default-runtime: %s\n")
+
+
+def plan_distro_default_runtime(preset, read, runtime_name="nvidia", set_as_default=True):
+    """k3s / RKE2 without a containerd template: the default runtime is a setting of the
+    distribution (``default-runtime`` in a config.yaml.d drop-in, k3s-io/k3s#9702), not of the
+    containerd config it generates. Writing (or removing) the drop-in also makes the role restart
+    the service, which is when k3s/RKE2 detect the nvidia runtime. ``new`` None = remove."""
+    path = preset["distro_config"]
+    old = read(path)
+    name = "k3s" if "k3s" in path else "rke2"
+    new = DISTRO_CONFIG_TEXT % (name, runtime_name) if set_as_default else None
+    files = {} if new == old else {path: (old, new)}
+    actions = []
+    if files:
+        actions.append("default-runtime: %s in %s" % (runtime_name, path) if new else "%s removed" % path)
+    return dict(files=files, version=None, cri_path=[], actions=actions, created_from=None)
+
+
+UNIT_DIRS = ("/etc/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system")
+
+
+def resolve_service(preset_name, exists=os.path.exists):
+    """The service that runs the preset's runtime on this host: k3s server ``k3s`` or agent
+    ``k3s-agent``, RKE2 ``rke2-server`` or ``rke2-agent`` (the RKE2 installer ships both units,
+    so an enabled one wins), k0s ``k0sworker`` or ``k0scontroller``. Falls back to the preset's."""
+    preset = resolve_preset(preset_name)
+    candidates = preset.get("services") or (preset["service"],)
+    for name in candidates:
+        if exists("/etc/systemd/system/multi-user.target.wants/%s.service" % name):
+            return name
+    for name in candidates:
+        if any(exists("%s/%s.service" % (d, name)) for d in UNIT_DIRS):
+            return name
+    return preset["service"]
+
+
 def _other_imports(root_text, root_path, dropin_path, read):
     """(path, text) of the files the root imports, other than gpufleet's drop-in, in order."""
     doc = parse(root_text, root_path)
@@ -825,5 +880,7 @@ def table_markdown():
     for name in sorted(PRESETS):
         preset = PRESETS[name]
         files = [p for p in (preset["config"], preset["dropin"]) if p]
+        if preset.get("distro_config"):
+            files.append("(no template:) " + preset["distro_config"])
         rows.append("| %s | %s | %s | %s |" % (name, preset["description"], ", ".join(files), preset["socket"]))
     return "\n".join(rows)

@@ -29,6 +29,7 @@ import copy
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
 from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import metrics_csv, service_monitor_wanted
 from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import plugin_configs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_access import MIG_CONFIG_LABEL, mig_config_label
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import dump_yaml
 from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import (
     CHARTS, OLM_PACKAGES, OPERATOR_REPOSITORIES, with_prefix)
@@ -52,6 +53,10 @@ CONTAINERD = {
     "microk8s": ("/var/snap/microk8s/current/args/containerd-template.toml", None,
                  "/var/snap/microk8s/common/run/containerd.sock"),
 }
+
+# Distributions that embed their own containerd binary: the toolkit (>= 1.17.6) must run that one
+# to read the current config (NVIDIA/gpu-operator#1323, nvidia-container-toolkit#1029).
+RUNTIME_EXECUTABLE = {"k0s": "/var/lib/k0s/bin/containerd"}
 
 DEFAULT_UPGRADE_POLICY = {
     "autoUpgrade": True,
@@ -157,8 +162,11 @@ def operator_values(plan, extra, service_monitor_api=False):
         env = [{"name": "CONTAINERD_CONFIG", "value": config}, {"name": "CONTAINERD_SOCKET", "value": socket}]
         if source:
             env.append({"name": "RUNTIME_CONFIG_SOURCE", "value": "file=" + source})
+        if pre in RUNTIME_EXECUTABLE:
+            env.append({"name": "RUNTIME_EXECUTABLE_PATH", "value": RUNTIME_EXECUTABLE[pre]})
+        # nvidia as the default runtime: workload pods carry no runtimeClassName (gpu_access.access).
         env += [{"name": "CONTAINERD_RUNTIME_CLASS", "value": "nvidia"},
-                {"name": "CONTAINERD_SET_AS_DEFAULT", "value": "false"}]
+                {"name": "CONTAINERD_SET_AS_DEFAULT", "value": "true"}]
         values["toolkit"]["env"] = env
     prefix = s["gpufleet_registry_prefix"]
     if prefix:
@@ -203,8 +211,11 @@ def notes(plan, extra):
         out.append("driver.enabled derived from gpu_operator_host_driver=true: the driver on the hosts is used.")
     if host_toolkit:
         out.append("toolkit.enabled derived from gpu_operator_host_toolkit=true: the toolkit on the hosts is used.")
-    if any((p.get("sharing") or {}).get("mig_profile") for p in plan.get("pools") or []):
-        out.append("MIG profiles: label the nodes of MIG pools nvidia.com/mig.config=all-<profile> for the MIG manager.")
+    for pool in plan.get("pools") or []:
+        label = mig_config_label(pool)
+        if label and pre != "gke":
+            out.append("MIG: the nodes of pool %s carry %s=%s (set by gpufleet's provision stage); the MIG manager "
+                       "partitions them to that layout." % (pool["name"], MIG_CONFIG_LABEL, label[MIG_CONFIG_LABEL]))
     return out
 
 

@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import re
 
 import yaml
 
@@ -81,10 +82,18 @@ def nodepool(pool):
             "metadata": {"name": pool["name"], "labels": dict(MANAGED_BY)}, "spec": spec}
 
 
+def default_ami_terms(settings):
+    """A pinned AL2023 release (``gpu_pools_eks_ami_version``) as Karpenter's alias, which resolves
+    the NVIDIA variant per GPU instance type; otherwise the recommended NVIDIA AMI's SSM parameter,
+    which moves with every AMI release (Karpenter then drifts every GPU node onto it)."""
+    if settings.get("eks_ami_version"):
+        return [{"alias": "al2023@%s" % settings["eks_ami_version"]}]
+    return nvidia_ami_terms(settings["eks_kubernetes_version"])
+
+
 def ec2nodeclass(pool, settings, cluster):
     family = settings["eks_ami_family"]
-    terms = pool.get("ami_selector_terms") or settings["eks_ami_selector_terms"] or \
-        nvidia_ami_terms(settings["eks_kubernetes_version"])
+    terms = pool.get("ami_selector_terms") or settings["eks_ami_selector_terms"] or default_ami_terms(settings)
     spec = {
         "role": settings["eks_node_role"] or "KarpenterNodeRole-%s" % cluster,
         "amiFamily": family,
@@ -102,6 +111,8 @@ def ec2nodeclass(pool, settings, cluster):
                             "httpPutResponseHopLimit": 1, "httpTokens": "required"},
         "tags": {"gpufleet.io/pool": pool["name"], "gpufleet.io/cluster": cluster},
     }
+    if any("alias" in t for t in terms):
+        del spec["amiFamily"]  # an alias term names the family itself
     return {"apiVersion": NODECLASS_API, "kind": "EC2NodeClass",
             "metadata": {"name": pool["name"], "labels": dict(MANAGED_BY)}, "spec": spec}
 
@@ -153,24 +164,83 @@ def seconds_to_duration(seconds, what):
     return "%ds" % seconds
 
 
-def _selector_to_terms(selector, what, needs_input):
-    """v1alpha5 selector map -> v1 terms. 'aws-ids' (comma separated) becomes id terms."""
+def _split(value):
+    return [v.strip() for v in str(value).split(",") if v.strip()]
+
+
+def _selector_to_terms(selector, what, needs_input, ami=False):
+    """v1alpha5 selector map -> v1 terms. ``aws-ids`` / ``aws::ids`` (comma separated) become id
+    terms, ``aws::name`` (comma separated) name terms, ``aws::owners`` the owner of each AMI name or
+    tag term; every other key is a tag."""
     if not isinstance(selector, dict):
         return []
     terms = []
     tags = {}
+    owners = []
     for key, value in selector.items():
-        if key == "aws-ids":
-            terms.extend({"id": i.strip()} for i in str(value).split(",") if i.strip())
+        if key in ("aws-ids", "aws::ids"):
+            terms.extend({"id": i} for i in _split(value))
         elif key == "aws::name":
-            terms.append({"name": str(value)})
+            terms.extend({"name": n} for n in _split(value))
+        elif key == "aws::owners":
+            owners = _split(value)
+            if not ami:
+                needs_input.append("%s: aws::owners %s has no meaning outside AMI selection; dropped" % (what, value))
+                owners = []
         else:
+            if str(key).startswith("aws::") or str(key).startswith("aws-"):
+                needs_input.append("%s: %s is not a v1alpha5 selector key gpufleet knows; it became a tag "
+                                   "selector, check it" % (what, key))
             tags[str(key)] = str(value)
     if tags:
         terms.insert(0, {"tags": tags})
+    if owners:
+        owned = [t for t in terms if "id" not in t]
+        if not owned:
+            needs_input.append("%s: aws::owners %s without a name or tag selector selects every AMI of those "
+                               "owners; add a name" % (what, ",".join(owners)))
+            terms.extend({"owner": o, "name": "*"} for o in owners)
+        else:
+            terms = [t for t in terms if "id" in t] + [dict(t, owner=o) for t in owned for o in owners]
     if any(v == "*" for v in tags.values()):
         needs_input.append("%s: a '*' tag value matches any value in v1 too; check it selects what you expect" % what)
     return terms
+
+
+KUBELET_INT_KEYS = ("maxPods", "podsPerCore", "imageGCHighThresholdPercent", "imageGCLowThresholdPercent",
+                    "evictionMaxPodGracePeriod")
+ZONE_NAME = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]+[a-z]$")
+REGION_NAME = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]+$")
+ZONE_ID = re.compile(r"^[a-z]{3,4}[0-9]+-az[0-9]+$")
+INSTANCE_FAMILY = re.compile(r"^[a-z]+[0-9]+[a-z0-9-]*$")
+
+
+def _flag_requirement(name, req, gpu, needs_input):
+    """Requirement values that convert fine but select nothing (or not what was meant) in v1."""
+    key, values = req.get("key"), [str(v) for v in req.get("values") or []]
+    where = "Provisioner %s: requirement %s" % (name, key)
+    if key == "topology.kubernetes.io/zone":
+        for value in values:
+            if REGION_NAME.match(value):
+                needs_input.append("%s: %s is a region, not a zone; use its zones (e.g. %sa)" % (where, value, value))
+            elif ZONE_ID.match(value):
+                needs_input.append("%s: %s is a zone ID; use the zone name or the key topology.k8s.aws/zone-id"
+                                   % (where, value))
+            elif not ZONE_NAME.match(value):
+                needs_input.append("%s: %s is not an AWS zone name; check it" % (where, value))
+    if key == "karpenter.k8s.aws/instance-family":
+        for value in values:
+            if not INSTANCE_FAMILY.match(value):
+                needs_input.append("%s: %s is not an EC2 instance family; check it" % (where, value))
+            elif gpu and value not in GPU_FAMILIES:
+                needs_input.append("%s: %s is not an NVIDIA GPU instance family gpufleet knows (%s); check it"
+                                   % (where, value, ", ".join(GPU_FAMILIES)))
+    for value in req.get("values") or []:
+        if not isinstance(value, str):
+            needs_input.append("%s: value %r is not a string; v1 requires strings, written as %r"
+                               % (where, value, str(value)))
+    if any(not isinstance(v, str) for v in req.get("values") or []):
+        req["values"] = values
 
 
 def _is_gpu(provisioner_spec):
@@ -204,7 +274,11 @@ def _nodeclass_from(name, template, provider, kubelet, gpu, kubernetes_version, 
         family = "AL2023"
     spec["amiFamily"] = family
     ami_terms = _selector_to_terms(source.get("amiSelector"), "EC2NodeClass %s amiSelectorTerms" % name,
-                                   needs_input)
+                                   needs_input, ami=True)
+    if (source.get("amiFamily") or "AL2023") == "AL2" and any("id" in t or "name" in t for t in ami_terms):
+        needs_input.append("EC2NodeClass %s: amiSelectorTerms keep the AMIs the AL2 template selected by id/name, "
+                           "but the node class now uses AL2023 (nodeadm) user data, which AL2 AMIs do not run; "
+                           "select AL2023 AMIs (the NVIDIA variant for GPU nodes)" % name)
     if not ami_terms:
         if gpu:
             ami_terms = nvidia_ami_terms(kubernetes_version)
@@ -256,6 +330,7 @@ def _migrate_provisioner(doc, templates, kubernetes_version, cluster, changes, n
     requirements = []
     for req in spec.get("requirements") or []:
         req = copy.deepcopy(req)
+        _flag_requirement(name, req, _is_gpu(spec), needs_input)
         if req.get("key") in RENAMED_LABELS:
             changes.append("Provisioner %s: requirement %s -> %s" % (name, req["key"], RENAMED_LABELS[req["key"]]))
             req["key"] = RENAMED_LABELS[req["key"]]
@@ -323,6 +398,12 @@ def _migrate_provisioner(doc, templates, kubernetes_version, cluster, changes, n
         for key, value in spec["kubeletConfiguration"].items():
             if key in KUBELET_KEYS:
                 kubelet[key] = copy.deepcopy(value)
+                if key in KUBELET_INT_KEYS and isinstance(value, str):
+                    if value.strip().isdigit():
+                        kubelet[key] = int(value)
+                    needs_input.append("Provisioner %s: kubeletConfiguration.%s is the string %r; v1 needs a "
+                                       "number%s" % (name, key, value, ", written as %d, check it" % int(value)
+                                                     if value.strip().isdigit() else ", set it by hand"))
                 changes.append("Provisioner %s: kubeletConfiguration.%s -> EC2NodeClass %s kubelet.%s"
                                % (name, key, class_name, key))
             elif key == "containerRuntime":

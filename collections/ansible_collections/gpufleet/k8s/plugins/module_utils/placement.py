@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_access import GKE_PLATFORMS, gke_sharing_selector
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import GPU_TYPES
 from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import POOL_LABEL
 
@@ -28,10 +29,15 @@ GKE_SPOT_TOLERATION = {"key": "cloud.google.com/gke-spot", "operator": "Equal", 
 COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"
 
 
-def resource_name(pool):
-    """The extended resource a pod of this pool asks for, per the pool's sharing mode."""
+def resource_name(pool, platform=None):
+    """The extended resource a pod of this pool asks for, per the pool's sharing mode.
+
+    On GKE every shared GPU and every MIG partition is advertised as ``nvidia.com/gpu`` by
+    Google's device plugin."""
     sharing = pool.get("sharing") or {"mode": "none"}
     mode = sharing.get("mode", "none")
+    if platform in GKE_PLATFORMS:
+        return GPU_RESOURCE
     if mode == "mig" and sharing.get("mig_strategy") == "mixed":
         profile = sharing.get("mig_profile")
         if not profile:
@@ -61,6 +67,8 @@ def _node_expressions(pool, platform):
                  _expr("cloud.google.com/gke-accelerator", [facts["gke_accelerator"]])]
         if caps == ["spot"]:
             exprs.append(_expr("cloud.google.com/gke-spot", ["true"]))
+        for key, value in sorted(gke_sharing_selector(pool).items()):
+            exprs.append(_expr(key, [value]))
         return exprs
     if platform == "eks":
         return [_expr("karpenter.k8s.aws/instance-family", facts["eks_families"]),
@@ -82,22 +90,28 @@ def _tolerations(pool, platform):
     return out
 
 
-def placement(pool, platform, gpus=None):
-    """Pod spec fragment for ``pool`` on ``platform`` (see the module docstring)."""
+def placement(pool, platform, gpus=None, runtime_class=None):
+    """Pod spec fragment for ``pool`` on ``platform`` (see the module docstring).
+
+    ``runtime_class`` (``gpu_access.access(...)["runtime_class"]``) adds ``runtimeClassName``
+    where nvidia is not the nodes' default runtime."""
     if pool.get("gpu_type") not in GPU_TYPES:
         raise GpufleetError("pool %s: unknown gpu_type %r" % (pool.get("name"), pool.get("gpu_type")))
     count = default_count(pool) if gpus is None else gpus
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise GpufleetError("gpus must be an integer >= 1, got %r" % (count,))
-    out = {"resources": {"limits": {resource_name(pool): count}}}
+    out = {"resources": {"limits": {resource_name(pool, platform): count}}}
     facts = GPU_TYPES[pool["gpu_type"]]
     if pool.get("compute_class") and platform in ("gke", "gke-autopilot"):
         # a ComputeClass carries the hardware choice; other hard selectors would fight it
-        out["nodeSelector"] = {COMPUTE_CLASS_LABEL: pool["name"]}
+        # GPU sharing is not part of the ComputeClass schema gpufleet validates against: the pod's
+        # GKE sharing labels ask node auto-creation for a shared node pool.
+        out["nodeSelector"] = dict({COMPUTE_CLASS_LABEL: pool["name"]}, **gke_sharing_selector(pool))
     elif platform == "gke-autopilot":
         selector = {"cloud.google.com/gke-accelerator": facts["gke_accelerator"]}
         if pool.get("capacity_types") == ["spot"]:
             selector["cloud.google.com/gke-spot"] = "true"
+        selector.update(gke_sharing_selector(pool))
         out["nodeSelector"] = selector
     else:
         out["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
@@ -105,12 +119,14 @@ def placement(pool, platform, gpus=None):
     tolerations = _tolerations(pool, platform)
     if tolerations:
         out["tolerations"] = tolerations
+    if runtime_class:
+        out["runtimeClassName"] = runtime_class
     return out
 
 
-def example_job(pool, platform, image, namespace):
+def example_job(pool, platform, image, namespace, runtime_class=None):
     """A Job running the CUDA vectorAdd sample on one pool (rendered, never applied)."""
-    frag = placement(pool, platform)
+    frag = placement(pool, platform, runtime_class=runtime_class)
     pod_spec = {
         "restartPolicy": "Never",
         "containers": [{
@@ -120,7 +136,7 @@ def example_job(pool, platform, image, namespace):
             "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
         }],
     }
-    for key in ("affinity", "nodeSelector", "tolerations"):
+    for key in ("affinity", "nodeSelector", "tolerations", "runtimeClassName"):
         if key in frag:
             pod_spec[key] = frag[key]
     return {
@@ -132,5 +148,5 @@ def example_job(pool, platform, image, namespace):
     }
 
 
-def example_jobs(pools, platform, image, namespace):
-    return [example_job(p, platform, image, namespace) for p in pools]
+def example_jobs(pools, platform, image, namespace, runtime_class=None):
+    return [example_job(p, platform, image, namespace, runtime_class) for p in pools]

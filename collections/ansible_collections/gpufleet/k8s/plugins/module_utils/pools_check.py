@@ -32,6 +32,8 @@ SETTINGS_DEFAULTS = {
     "eks_kubernetes_version": "1.33",
     "eks_node_role": "",
     "eks_ami_family": "AL2023",
+    "eks_ami_version": "",
+    "eks_karpenter_version": "",
     "eks_ami_selector_terms": [],
     "eks_subnet_selector_terms": [],
     "eks_security_group_selector_terms": [],
@@ -62,6 +64,12 @@ GKE_DISK_TYPES = ("pd-standard", "pd-balanced", "pd-ssd")
 EKS_AMI_FAMILIES = ("AL2023", "Bottlerocket")
 EKS_VOLUME_TYPES = ("gp3", "gp2", "io1", "io2")
 AMI_TERM_KEYS = ("alias", "id", "name", "owner", "ssmParameter", "tags")
+# AL2023 AMI release pinned through Karpenter's alias (resolves the NVIDIA variant per instance type).
+AMI_VERSION = re.compile(r"^v[0-9]{8}$")
+GPU_ALIAS = re.compile(r"^al2023@(latest|v[0-9]{8})$")
+KARPENTER_VERSION = re.compile(r"^v?([0-9]+)\.([0-9]+)(\.[0-9]+)?$")
+# amiSelectorTerms[].ssmParameter exists from karpenter-provider-aws v1.4.
+SSM_PARAMETER_MIN_KARPENTER = (1, 4)
 SELECTOR_TERM_KEYS = ("id", "name", "tags")
 
 EKS_ZONE = re.compile(r"^(?P<region>[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]+)(?P<zone>[a-z])$")
@@ -144,13 +152,15 @@ def _check_terms(var, terms, keys, problems, gpu=False):
         unknown = sorted(set(term) - set(keys))
         if unknown:
             problems.error(tvar, "unknown key(s) %s; use %s" % (", ".join(unknown), one_of(keys)))
-        if gpu and "alias" in term:
-            problems.error(tvar + ".alias", "%r is refused for GPU pools: gpufleet names the NVIDIA accelerated "
-                           "AMI explicitly instead of an alias (an alias names an AMI family, e.g. the "
-                           "standard AL2023 AMI, and leaves the GPU variant to Karpenter's resolution at "
-                           "launch); use one of: ssmParameter (e.g. /aws/service/eks/optimized-ami/<k8s>/"
-                           "amazon-linux-2023/x86_64/nvidia/recommended/image_id), id, name, tags"
+        if gpu and "alias" in term and not (isinstance(term["alias"], str) and GPU_ALIAS.match(term["alias"])):
+            problems.error(tvar + ".alias", "%r is refused for GPU pools: only the AL2023 alias resolves the NVIDIA "
+                           "variant per GPU instance type (Karpenter >= v1.0); AL2 is end of life and "
+                           "gpufleet does not support Bottlerocket's NVIDIA variant; use one of: "
+                           "al2023@vYYYYMMDD (pinned), al2023@latest, ssmParameter, id, name, tags"
                            % (term["alias"],))
+        if gpu and isinstance(term.get("alias"), str) and term["alias"] == "al2023@latest":
+            problems.warn(tvar + ".alias", "al2023@latest follows every AMI release: Karpenter drifts and replaces "
+                          "every GPU node of the pool after each one; pin al2023@vYYYYMMDD")
 
 
 def _check_zones(var, pool, platform, region, problems):
@@ -245,9 +255,6 @@ def _check_pool(var, pool, platform, region, problems):
             any(t.get("key") != "nvidia.com/gpu" for t in pool["taints"] if isinstance(t, dict)):
         problems.warn(var + ".taints", "GKE puts its own nvidia.com/gpu taint on GPU nodes it creates; other "
                       "taints of the pool are not applied there (pods still get tolerations for them)")
-    if platform == "gke-autopilot" and pool["sharing"].get("mode") in ("time-slicing", "mps", "mig"):
-        problems.warn(var + ".sharing", "on GKE Autopilot GPU sharing is configured by GKE, not by gpufleet's "
-                      "device-plugin config")
 
 
 def _check_settings(platform, settings, problems):
@@ -288,6 +295,7 @@ def _check_settings(platform, settings, problems):
                 region, _cloud_name(platform), "us-east-1, eu-west-1, ..." if platform == "eks"
                 else "us-central1, europe-west4, ..."))
     if platform == "eks":
+        _check_eks_ami(settings, problems)
         _check_terms("gpu_pools_eks_ami_selector_terms", settings["eks_ami_selector_terms"], AMI_TERM_KEYS,
                      problems, gpu=True)
         _check_terms("gpu_pools_eks_subnet_selector_terms", settings["eks_subnet_selector_terms"],
@@ -298,6 +306,31 @@ def _check_settings(platform, settings, problems):
     if not isinstance(image, str) or ":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest"):
         problems.error("gpu_pools_example_image", "%r is not pinned; use an image with a fixed tag or digest, "
                        "e.g. nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0" % (image,))
+
+
+def _check_eks_ami(settings, problems):
+    """EKS GPU AMIs: family, pinned release, and the Karpenter version the SSM parameter term needs."""
+    if settings["eks_ami_family"] == "Bottlerocket":
+        problems.error("gpu_pools_eks_ami_family", "'Bottlerocket' is refused for GPU pools: gpufleet renders the "
+                       "AL2023 NVIDIA AMI and its own device plugin, while Bottlerocket's NVIDIA variant has a "
+                       "different AMI parameter and a built-in device plugin (two plugins would fight over the "
+                       "GPUs); use one of: AL2023")
+    version = settings["eks_ami_version"]
+    if version not in ("", None) and (not isinstance(version, str) or not AMI_VERSION.match(version)):
+        problems.error("gpu_pools_eks_ami_version", "%r is not an AL2023 AMI release; use vYYYYMMDD (e.g. v20251103, "
+                       "rendered as alias al2023@v20251103), or \"\" for the recommended SSM parameter" % (version,))
+    karpenter = settings["eks_karpenter_version"]
+    if karpenter in ("", None):
+        return
+    match = KARPENTER_VERSION.match(str(karpenter))
+    if not match:
+        problems.error("gpu_pools_eks_karpenter_version", "%r is not a version; use e.g. 1.6.3" % (karpenter,))
+        return
+    uses_ssm = not version and not settings["eks_ami_selector_terms"]
+    if uses_ssm and (int(match.group(1)), int(match.group(2))) < SSM_PARAMETER_MIN_KARPENTER:
+        problems.error("gpu_pools_eks_karpenter_version", "%s is below 1.4, the first karpenter-provider-aws "
+                       "with amiSelectorTerms.ssmParameter (gpufleet's default AMI term); use one of: a Karpenter "
+                       ">= 1.4, gpu_pools_eks_ami_version: vYYYYMMDD (alias term, Karpenter >= 1.0)" % (karpenter,))
 
 
 def _check_migrate_files(platform, settings, problems):

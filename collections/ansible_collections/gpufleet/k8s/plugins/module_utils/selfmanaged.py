@@ -12,12 +12,18 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_access import mig_config_label
+
 POOL_LABEL = "gpufleet.io/pool"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 
 
 def pool_node_labels(pool):
+    """The labels gpufleet owns on a pool's nodes (also the Karpenter NodePool template labels):
+    pool name, device-plugin config name and, for MIG pools, the MIG manager's layout
+    ``nvidia.com/mig.config=all-<profile>``."""
     labels = {POOL_LABEL: pool["name"], DEVICE_PLUGIN_CONFIG_LABEL: pool["name"]}
+    labels.update(mig_config_label(pool))
     labels.update({str(k): str(v) for k, v in (pool.get("labels") or {}).items()})
     return labels
 

@@ -13,11 +13,11 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import plac
 SMOKE_LABEL = "gpufleet.io/validate"
 
 
-def smoke_job(pool, platform, image, namespace, timeout, placement=None):
+def smoke_job(pool, platform, image, namespace, timeout, placement=None, runtime_class=None):
     """A Job running the CUDA vectorAdd sample on one GPU (or one shared/MIG slice) of the pool,
     placed like the pool's workloads (``gpufleet.k8s.gpu_pod_placement``) unless ``placement``
     gives another fragment."""
-    fragment = pool_placement(pool, platform, gpus=1)
+    fragment = pool_placement(pool, platform, gpus=1, runtime_class=runtime_class)
     if placement is not None:
         fragment = dict(placement, resources=fragment["resources"])
     pod_spec = {
@@ -29,7 +29,9 @@ def smoke_job(pool, platform, image, namespace, timeout, placement=None):
             "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
         }],
     }
-    for key in ("nodeSelector", "affinity", "tolerations"):
+    if runtime_class:
+        fragment.setdefault("runtimeClassName", runtime_class)
+    for key in ("nodeSelector", "affinity", "tolerations", "runtimeClassName"):
         if fragment.get(key):
             pod_spec[key] = fragment[key]
     return {

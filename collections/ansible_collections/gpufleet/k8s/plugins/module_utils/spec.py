@@ -18,6 +18,7 @@ import re
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems, one_of
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import (
     GPU_TYPES, MIG_CAPABLE, gpu_type_names)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.mig import MIG_PROFILES
 
 PLATFORMS = ("eks", "gke", "gke-autopilot", "kubeadm", "k3s", "rke2", "k0s", "microk8s", "openshift")
 CLOUD_PLATFORMS = ("eks", "gke", "gke-autopilot")
@@ -115,8 +116,18 @@ def _validate_sharing(var, pool, problems):
         strategy = sharing.get("mig_strategy")
         if strategy not in MIG_STRATEGIES:
             problems.error(var + ".mig_strategy", "%r is not allowed; use %s" % (strategy, one_of(MIG_STRATEGIES)))
+        profile = sharing.get("mig_profile")
+        profiles = MIG_PROFILES.get(pool.get("gpu_type"))
+        if profile is not None and profiles and profile not in profiles:
+            problems.error(var + ".mig_profile", "%r is not a MIG profile of gpu_type %s; use %s"
+                           % (profile, pool.get("gpu_type"), one_of(sorted(profiles))))
+        if "mig_preconfigured" in sharing and not isinstance(sharing["mig_preconfigured"], bool):
+            problems.error(var + ".mig_preconfigured", "%r is not a boolean; use one of: true, false"
+                           % (sharing["mig_preconfigured"],))
+    elif "mig_preconfigured" in sharing:
+        problems.error(var + ".mig_preconfigured", "is only used with mode mig; use one of: mode mig, or drop it")
     unknown = sorted(set(sharing) - {"mode", "replicas", "mig_strategy", "mig_profile", "rename_by_default",
-                                     "fail_requests_greater_than_one"})
+                                     "fail_requests_greater_than_one", "mig_preconfigured"})
     if unknown:
         problems.error(var, "unknown key(s) %s" % ", ".join(unknown))
 

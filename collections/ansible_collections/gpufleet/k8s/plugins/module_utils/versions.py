@@ -7,8 +7,11 @@ Tags are pinned; a digest may be added per image (``digest: sha256:...``) and is
 (``repo:tag@sha256:...``). ``gpufleet_registry_prefix`` replaces the registry host of every image
 (``nvcr.io/nvidia/k8s-device-plugin`` -> ``mirror.example:5000/nvidia/k8s-device-plugin``) so one
 variable points everything at a mirror; ``gpufleet_image_overrides`` changes repository, tag or
-digest of single images. The set below is the one GPU Operator chart v25.3.4 itself ships, so the
-standalone and operator modes run the same component versions.
+digest of single images. The set below is the one GPU Operator chart v25.10.1 itself ships (its
+release notes: device plugin / GFD v0.18.1, DCGM Exporter 4.4.2-4.7.0, Container Toolkit v1.18.1,
+MIG manager v0.13.1, default driver 580.105.08; NFD v0.18.2 as the chart's dependency), so the
+standalone and operator modes run the same component versions. ``table_markdown`` writes the
+README's version table from here (a test keeps them equal).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,18 +23,27 @@ import re
 
 IMAGES = {
     # k8s-device-plugin: the plugin, its config-manager, the MPS control daemon and GFD share one image.
-    "device_plugin": {"repository": "nvcr.io/nvidia/k8s-device-plugin", "tag": "v0.17.3", "digest": ""},
-    "dcgm_exporter": {"repository": "nvcr.io/nvidia/k8s/dcgm-exporter", "tag": "4.2.3-4.1.3-ubuntu22.04", "digest": ""},
-    "nfd": {"repository": "registry.k8s.io/nfd/node-feature-discovery", "tag": "v0.17.3", "digest": ""},
+    "device_plugin": {"repository": "nvcr.io/nvidia/k8s-device-plugin", "tag": "v0.18.1", "digest": ""},
+    "dcgm_exporter": {"repository": "nvcr.io/nvidia/k8s/dcgm-exporter", "tag": "4.4.2-4.7.0-ubuntu22.04", "digest": ""},
+    "nfd": {"repository": "registry.k8s.io/nfd/node-feature-discovery", "tag": "v0.18.2", "digest": ""},
 }
 
 CHARTS = {
-    "gpu_operator": {"name": "gpu-operator", "repo_url": "https://helm.ngc.nvidia.com/nvidia", "version": "v25.3.4"},
+    "gpu_operator": {"name": "gpu-operator", "repo_url": "https://helm.ngc.nvidia.com/nvidia", "version": "v25.10.1"},
+}
+
+# What the pinned chart deploys itself in operator mode (not overridden by gpufleet; listed for the
+# README table and for reviewers comparing with the standalone images above).
+OPERATOR_COMPONENTS = {
+    "NVIDIA Container Toolkit (toolkit.version)": "v1.18.1",
+    "NVIDIA MIG Manager (migManager.version)": "v0.13.1",
+    "NVIDIA DCGM (dcgm.version)": "4.4.2-1",
+    "default driver (driver.version)": "580.105.08",
 }
 
 # OpenShift: packages installed through OLM instead of Helm.
 OLM_PACKAGES = {
-    "gpu_operator": {"package": "gpu-operator-certified", "channel": "v25.3", "source": "certified-operators",
+    "gpu_operator": {"package": "gpu-operator-certified", "channel": "v25.10", "source": "certified-operators",
                      "source_namespace": "openshift-marketplace"},
     "nfd": {"package": "nfd", "channel": "stable", "source": "redhat-operators",
             "source_namespace": "openshift-marketplace"},
@@ -57,6 +69,25 @@ OPERATOR_REPOSITORIES = {
 TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")
 REGISTRY_PREFIX = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9._-]+)*$")
+
+
+def table_markdown(host_toolkit=None):
+    """The README's version table, generated from this file (``host_toolkit``: the
+    nvidia_container_toolkit role's default pin, read from the role by the caller)."""
+    rows = ["| component | version | where |", "|---|---|---|"]
+    chart = CHARTS["gpu_operator"]
+    rows.append("| GPU Operator Helm chart | %s | `%s` (operator mode) |" % (chart["version"], chart["repo_url"]))
+    rows.append("| GPU Operator OLM channel (OpenShift) | %s | `%s` |" % (
+        OLM_PACKAGES["gpu_operator"]["channel"], OLM_PACKAGES["gpu_operator"]["package"]))
+    for name in sorted(IMAGES):
+        img = IMAGES[name]
+        rows.append("| %s image | %s | `%s` (standalone mode) |" % (name.replace("_", "-"), img["tag"], img["repository"]))
+    for name in sorted(OPERATOR_COMPONENTS):
+        rows.append("| %s | %s | shipped by the chart (operator mode) |" % (name, OPERATOR_COMPONENTS[name]))
+    if host_toolkit:
+        rows.append("| host NVIDIA Container Toolkit packages | %s | role `nvidia_container_toolkit` "
+                    "(`nvidia_container_toolkit_version`) |" % host_toolkit)
+    return "\n".join(rows)
 
 
 def with_prefix(repository, prefix):

@@ -32,9 +32,12 @@ description:
   - "Distribution presets (files written, socket):"
   - "C(containerd) - kubeadm, EKS self-managed, Kubespray: C(/etc/containerd/config.toml) and, in
     drop-in mode, C(/etc/containerd/conf.d/99-nvidia.toml) - C(/run/containerd/containerd.sock)."
-  - "C(k3s) - C(/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl) when it exists (k3s
-    adds the nvidia runtime itself otherwise) - C(/run/k3s/containerd/containerd.sock)."
-  - "C(rke2) - C(/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl) when it exists -
+  - "C(k3s) - C(/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl) when it exists;
+    otherwise k3s adds the nvidia runtime itself at start and I(set_as_default) writes
+    C(default-runtime) into C(/etc/rancher/k3s/config.yaml.d/90-gpufleet-nvidia.yaml) (removed
+    when false) - C(/run/k3s/containerd/containerd.sock)."
+  - "C(rke2) - C(/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl) when it exists,
+    otherwise C(default-runtime) in C(/etc/rancher/rke2/config.yaml.d/90-gpufleet-nvidia.yaml) -
     C(/run/k3s/containerd/containerd.sock)."
   - "C(k0s) - C(/etc/k0s/containerd.d/nvidia.toml) - C(/run/k0s/containerd.sock)."
   - "C(microk8s) - C(/var/snap/microk8s/current/args/containerd-template.toml) -
@@ -160,7 +163,9 @@ socket:
   returned: always
   type: str
 service:
-  description: The systemd service that runs the runtime for the preset.
+  description: >-
+    The systemd service that runs the runtime on this host: the preset's server or agent unit
+    (k3s / k3s-agent, rke2-server / rke2-agent, k0sworker / k0scontroller), an enabled one first.
   returned: always
   type: str
 """
@@ -202,7 +207,7 @@ def main():
                                            p["runtime_name"], p["runtime_binary"])
             result["notes"].extend(cc.dump_warnings(dumped, p["enable_cdi"]))
             validated = True
-        if files and not validated:
+        if not validated and any(path.endswith((".toml", ".tmpl")) for path in files):
             result["notes"].append("the candidate was not validated with containerd (%s): %s"
                                    % (p["containerd_binary"], "the preset's runtime embeds its own containerd"
                                       if result["preset"] != "containerd" else "binary not found"))
@@ -213,12 +218,14 @@ def main():
         module.fail_json(msg="containerd_nvidia_runtime (%s): %s" % (p["preset"], exc))
     out = dict(changed=bool(files), files=sorted(files), rollback=rollback, validated=validated,
                version=result["version"], cri_path=result["cri_path"], actions=result["actions"],
-               created_from=result["created_from"], socket=result["socket"], service=result["service"])
+               created_from=result["created_from"], socket=result["socket"],
+               service=cc.resolve_service(result["preset"]))
     for note in result["notes"]:
         module.warn(note)
     if module._diff:
-        out["diff"] = [dict(before=old or "", after=new, before_header=path if old is not None else "(absent)",
-                            after_header=path) for path, (old, new) in sorted(files.items())]
+        out["diff"] = [dict(before=old or "", after=new or "", before_header=path if old is not None else "(absent)",
+                            after_header=path if new is not None else "(absent)")
+                       for path, (old, new) in sorted(files.items())]
     module.exit_json(**out)
 
 
