@@ -43,8 +43,9 @@ rm -rf "$tmpd"
 
 step "pytest"
 # pytest-xdist: PYTEST_WORKERS processes (default 3: the container and playbook tests wait on I/O);
-# integration modules stay whole on one worker (tests/conftest.py)
-python -m pytest -q -n "${PYTEST_WORKERS:-3}" --dist loadgroup tests
+# --dist loadfile: a test module runs whole on one worker (its module fixtures - a booted container,
+# a rendered inventory - are made once and its stateful tests keep their order)
+python -m pytest -q -n "${PYTEST_WORKERS:-3}" --dist loadfile tests
 rc=$?
 [ $rc -eq 0 ] || fail=1
 
