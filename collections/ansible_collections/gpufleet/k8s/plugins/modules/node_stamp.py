@@ -58,8 +58,8 @@ options:
         description:
           - systemd units whose enabled and active states count.
           - On a host where systemd is not the running init (no C(/run/systemd/system), no C(systemctl),
-            or systemd installed but not PID 1) each unit is C(unknown (no service manager)): an answer,
-            not a failure.
+            or systemd installed but not PID 1) each unit is C(unknown (no service manager)), which is an answer
+            and not a failure.
         type: list
         elements: str
         default: []
