@@ -10,8 +10,8 @@ import configparser
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import (
-    APT_PREFERENCES, APT_SOURCES, DNF_REPO, distro_key, driver_plan, modprobe_options, reboot_decision,
-    secure_boot_state)
+    APT_PREFERENCES, APT_SOURCES, DNF_REPO, container_verdict, distro_key, driver_plan, modprobe_options,
+    reboot_decision, secure_boot_state)
 
 HOSTS = {
     "debian-12": ("Debian", "12.12", "12", "bookworm"),
@@ -217,6 +217,43 @@ def test_secure_boot_without_key_stops_and_with_key_signs():
 def test_container_says_module_not_loaded():
     plan = plan_for("debian-12", {"nvidia_driver_version": "580"}, in_container=True)
     assert plan["module_state"].startswith("not loaded: running in a container")
+
+
+# Issue 15: the H200 VM (Ubuntu 24.04 userland, driver 580.159.04 installed outside any package
+# manager, no systemd) reported pinned_to "580.*" although nothing was installed or pinned.
+def test_preinstalled_driver_that_satisfies_pins_and_holds_nothing():
+    gpu = {"architectures": ["hopper"], "driver_loaded": True, "driver_version": "580.159.04"}
+    plan = plan_for("ubuntu-24.04", {"nvidia_driver_version": "580"}, gpu, managed_version="")
+    assert (plan["errors"], plan["install"], plan["pinned_to"], plan["held"]) == ([], False, None, [])
+
+
+@pytest.mark.parametrize("distro,version,pinned_to,held", [
+    ("debian-12", "580", "580.*", []),                                  # apt preferences pin the branch
+    ("debian-12", "580.95.05", "580.95.05-*", ["cuda-drivers-580"]),    # pin + dpkg hold
+    ("almalinux-9", "580", "580.*", []),                                  # module stream keeps the branch
+    ("almalinux-9", "580.95.05", "580.95.05-*", ["nvidia-driver-3:580.95.05-*", "nvidia-driver-cuda-3:580.95.05-*",
+                                              "kmod-nvidia-open-dkms-3:580.95.05-*"]),
+])
+def test_pinned_to_and_held_when_the_role_installs(distro, version, pinned_to, held):
+    plan = plan_for(distro, {"nvidia_driver_version": version, "nvidia_driver_flavour": "proprietary"
+                             if distro.startswith("debian") else "open"})
+    assert plan["install"] is True
+    assert (plan["pinned_to"], plan["held"]) == (pinned_to, held)
+
+
+@pytest.mark.parametrize("engine,pid2,in_container,container", [
+    ("none", "kthreadd", False, "none"),
+    ("docker", "kthreadd", False, "none"),     # Firecracker VM built from an image: /.dockerenv, own kernel
+    ("podman", "kthreadd", False, "none"),     # same with /run/.containerenv
+    ("docker", "sleep", True, "docker"),       # a real container: PID 2 is one of its own processes
+    ("podman", "", True, "podman"),            # PID 2 does not exist in the container's namespace
+    ("systemd-nspawn", "systemd-journal", True, "systemd-nspawn"),
+    ("", None, False, "none"),
+])
+def test_container_verdict_needs_a_hidden_kernel(engine, pid2, in_container, container):
+    verdict = container_verdict(engine, pid2)
+    assert (verdict["in_container"], verdict["container"]) == (in_container, container)
+    assert verdict["evidence"]
 
 
 @pytest.mark.parametrize("params,text", [

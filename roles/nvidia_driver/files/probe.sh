@@ -1,10 +1,12 @@
 # Read-only facts for the nvidia_driver role, one "key=value" per line.
-# container: systemd-detect-virt's answer, else the engines' marker files; "none" on a machine.
+# container: systemd-detect-virt's answer, else the engines' marker files; "none" when neither says so.
 c=$(systemd-detect-virt --container 2>/dev/null) || c=none
 if [ "$c" = none ]; then
   if [ -f /run/.containerenv ]; then c=podman; elif [ -f /.dockerenv ]; then c=docker; fi
 fi
 echo "container=$c"
+# PID 2 is kthreadd wherever the kernel is our own (machine or VM); a container's PID namespace hides it
+echo "pid2_comm=$(cat /proc/2/comm 2>/dev/null)"
 # Platforms that ship the driver themselves
 for p in /etc/dgx-release /home/kubernetes/bin/nvidia /etc/eks/release; do
   [ -e "$p" ] && echo "marker=$p"

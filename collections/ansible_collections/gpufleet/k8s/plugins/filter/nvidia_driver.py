@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import driver_plan, reboot_decision
+from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import container_verdict, driver_plan, reboot_decision
 
 
 def nvidia_driver_plan(inputs):
@@ -22,9 +22,16 @@ def nvidia_driver_reboot(facts):
                            bool(facts.get("allow_reboot")), bool(facts.get("is_controller")))
 
 
+def nvidia_driver_container(probe):
+    """Container or machine, from the probe's key=value dict (container, pid2_comm)."""
+    probe = probe or {}
+    return container_verdict(probe.get("container"), probe.get("pid2_comm"))
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "nvidia_driver_plan": nvidia_driver_plan,
             "nvidia_driver_reboot": nvidia_driver_reboot,
+            "nvidia_driver_container": nvidia_driver_container,
         }

@@ -256,7 +256,33 @@ def driver_plan(inputs):
 
     plan["module_state"] = ("not loaded: running in a container, which shares the host's kernel"
                             if plan["in_container"] else "loaded by the role")
+    # What is really pinned/held on the host: nothing when nothing is installed (a preinstalled
+    # driver that satisfies the request is left alone, no pin file, no hold, no versionlock).
+    pins = plan["install"] and bool(plan.get("pin_file") or plan.get("versionlock") or plan.get("module_stream"))
+    plan["pinned_to"] = plan["version_glob"] if pins else None
+    plan["held"] = list(plan.get("hold") or []) + list(plan.get("versionlock") or []) if plan["install"] else []
     return plan
+
+
+def container_verdict(engine, pid2_comm):
+    """Whether the role runs in a container, i.e. without a kernel of its own.
+
+    ``engine``: what systemd-detect-virt --container or the engines' marker files (/run/.containerenv,
+    /.dockerenv) said ("none" when nothing); ``pid2_comm``: /proc/2/comm. Marker files are weak: a VM
+    built from a container image (Firecracker, Kata) keeps /.dockerenv, and systemd-detect-virt reports
+    "docker" from it. PID 2 is kthreadd in the initial PID namespace of every Linux kernel, which a
+    machine with its own kernel (bare metal or VM) sees and a container (own PID namespace) does not.
+    """
+    engine = (engine or "none").strip() or "none"
+    pid2 = (pid2_comm or "").strip()
+    if engine == "none":
+        return {"container": "none", "in_container": False, "evidence": "no container engine marker"}
+    if pid2 == "kthreadd":
+        return {"container": "none", "in_container": False,
+                "evidence": "marker says %s, but the kernel's own threads are visible (PID 2 is kthreadd): a "
+                            "machine with its own kernel (e.g. a VM built from a container image)" % engine}
+    return {"container": engine, "in_container": True,
+            "evidence": "%s, and the kernel's threads are hidden (PID 2 is %s)" % (engine, pid2 or "not readable")}
 
 
 def reboot_decision(in_container, loaded_version, installed_version, nouveau_loaded, allow_reboot, is_controller):
