@@ -16,8 +16,6 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror import mirror_url
-
 FAMILIES = ("Debian", "RedHat")
 # Distributions (ansible_facts.distribution) per family that gpu_node_prep supports.
 DISTRIBUTIONS = {
@@ -32,7 +30,8 @@ INITRAMFS_COMMANDS = {
     "Debian": ["update-initramfs", "-u", "-k", "all"],
     "RedHat": ["dracut", "--force", "--regenerate-all"],
 }
-EPEL_URL = "https://dl.fedoraproject.org/pub/epel/epel-release-latest-%s.noarch.rpm"
+EPEL_HOST = "dl.fedoraproject.org"
+EPEL_PATH = "/pub/epel/epel-release-latest-%s.noarch.rpm"
 PACKAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+._~:=*-]*$")
 EPEL_RE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9+._-]*|(?:https?|file)://\S+\.rpm)$")
 
@@ -76,8 +75,9 @@ def node_prep_plan(inputs):
         chosen = values["gpu_node_prep_epel_package"]
         if not chosen:
             # Rocky and Alma ship epel-release in their extras repository; RHEL takes Fedora's rpm.
-            chosen = "epel-release" if distribution != "RedHat" else mirror_url(
-                EPEL_URL % major, inputs.get("mirror") or "")
+            # Through gpufleet_mirror_package_url (<mirror>/<host>/<path>, fetch-packages.sh's layout).
+            base = (inputs.get("mirror") or "").rstrip("/") or "https:/"
+            chosen = "epel-release" if distribution != "RedHat" else "%s/%s%s" % (base, EPEL_HOST, EPEL_PATH % major)
         plan["epel_package"] = chosen
     return plan
 
