@@ -10,7 +10,7 @@ import configparser
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import (
-    APT_PREFERENCES, APT_SOURCES, DNF_REPO, container_verdict, distro_key, driver_plan, modprobe_options,
+    APT_PREFERENCES, APT_SOURCES, DNF_REPO, apt_kernel_plan, container_verdict, distro_key, driver_plan, modprobe_options,
     reboot_decision, secure_boot_state)
 
 HOSTS = {
@@ -283,3 +283,24 @@ def test_reboot_decision(args, required, reboot):
         assert "not rebooting the Ansible controller" in decision["message"]
     if required and not args[4]:
         assert "gpufleet_allow_reboot" in decision["message"]
+
+
+# Issue 15 item 7: hold what brings new kernels (metapackages), install headers for the next kernel.
+@pytest.mark.parametrize("dpkg,kernel,headers,metas", [
+    ("linux-image-6.1.0-40-amd64\tii \nlinux-image-amd64\tii \nlinux-base\tii \nlinux-libc-dev\tii \n",
+     "6.1.0-40-amd64", ["linux-headers-6.1.0-40-amd64", "linux-headers-amd64"], ["linux-headers-amd64", "linux-image-amd64"]),
+    ("linux-image-cloud-amd64\tii \nlinux-image-6.1.0-40-cloud-amd64\tii \n", "6.1.0-40-cloud-amd64",
+     ["linux-headers-6.1.0-40-cloud-amd64", "linux-headers-cloud-amd64"], ["linux-headers-cloud-amd64", "linux-image-cloud-amd64"]),
+    ("linux-generic\tii \nlinux-image-generic\tii \nlinux-headers-generic\tii \nlinux-image-6.8.0-45-generic\tii \n"
+     "linux-modules-6.8.0-45-generic\tii \n", "6.8.0-45-generic",
+     ["linux-headers-6.8.0-45-generic", "linux-headers-generic"],
+     ["linux-generic", "linux-headers-generic", "linux-image-generic"]),
+    ("linux-aws\tii \nlinux-image-aws\tii \nlinux-image-generic\trc \n", "6.8.0-1015-aws",
+     ["linux-headers-6.8.0-1015-aws", "linux-headers-aws"], ["linux-aws", "linux-headers-aws", "linux-image-aws"]),
+    ("", "6.18.44-fc-v1045", ["linux-headers-6.18.44-fc-v1045"], []),   # kernel from outside the package manager
+])
+def test_apt_kernel_plan(dpkg, kernel, headers, metas):
+    plan = apt_kernel_plan(dpkg, kernel, True)
+    assert (plan["headers"], plan["hold"]) == (headers, metas)
+    assert not any(p.startswith("linux-image-6") for p in plan["hold"])  # versioned packages are never held
+    assert apt_kernel_plan(dpkg, kernel, False)["hold"] == []

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror import debian_mirrors, mirror_url
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import (
@@ -306,3 +307,33 @@ def reboot_decision(in_container, loaded_version, installed_version, nouveau_loa
                            "; ".join(reasons)}
     return {"required": True, "reboot": True, "reasons": reasons,
             "message": "rebooting: %s" % "; ".join(reasons)}
+
+
+# Kernel metapackages: what brings a new kernel on apt hosts (linux-image-amd64, linux-image-cloud-amd64,
+# linux-image-generic, linux-image-aws, linux-generic, linux-aws, linux-generic-hwe-24.04, ...).
+# Versioned packages (linux-image-6.1.0-40-amd64) never get upgraded in place, so holding them does nothing.
+_APT_KERNEL_META = re.compile(r"^linux-(?:image|headers)-(?![0-9])[a-z0-9.+-]+$")
+_APT_KERNEL_TOP_META = re.compile(r"^linux-(?:generic|virtual|lowlatency|aws|gcp|gke|azure|oracle|kvm|ibm|nvidia)"
+                                  r"(?:-hwe-[0-9.]+)?$")
+
+
+def apt_kernel_plan(dpkg_lines, kernel, hold):
+    """Headers to install and packages to hold on an apt host so DKMS can build for the next kernel.
+
+    ``dpkg_lines``: ``dpkg-query -W -f '${binary:Package}\\t${db:Status-Abbrev}\\n' 'linux-*'`` output.
+    Headers: the running kernel's, plus the headers metapackage of every installed image
+    metapackage (linux-image-amd64 -> linux-headers-amd64), so that the kernel an upgrade brings
+    comes with its headers and DKMS builds the module for it before the reboot. Hold (when asked):
+    the metapackages, which are what bring new kernels.
+    """
+    installed = []
+    for line in (dpkg_lines or "").splitlines():
+        fields = line.split("\t")
+        if len(fields) == 2 and fields[1].strip()[1:2] == "i":   # ii, hi: installed
+            installed.append(fields[0].split(":", 1)[0])
+    image_metas = sorted(n for n in installed if _APT_KERNEL_META.match(n) and n.startswith("linux-image-"))
+    headers = ["linux-headers-%s" % kernel] + [n.replace("linux-image-", "linux-headers-", 1) for n in image_metas]
+    metas = sorted(set(n for n in installed if _APT_KERNEL_META.match(n) or _APT_KERNEL_TOP_META.match(n))
+                   | set(headers[1:]))
+    # Holds are never released here: a hold the user set on a metapackage is theirs.
+    return {"headers": headers, "hold": metas if hold else [], "metapackages": metas}
