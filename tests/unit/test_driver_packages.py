@@ -304,3 +304,34 @@ def test_apt_kernel_plan(dpkg, kernel, headers, metas):
     assert (plan["headers"], plan["hold"]) == (headers, metas)
     assert not any(p.startswith("linux-image-6") for p in plan["hold"])  # versioned packages are never held
     assert apt_kernel_plan(dpkg, kernel, False)["hold"] == []
+
+
+# Issue 15 item 6: HGX boards (NVSwitch on the PCI bus) get Fabric Manager at the driver's version.
+HGX = {"architectures": ["hopper"], "driver_loaded": False, "nvswitch_count": 4}
+
+
+@pytest.mark.parametrize("distro,version,gpu,packages,extra,held,modules_load", [
+    ("ubuntu-24.04", "580.95.05", HGX, ["nvidia-fabricmanager-580=580.95.05-*"], [], ["nvidia-fabricmanager-580"], False),
+    ("debian-12", "580", HGX, ["nvidia-fabricmanager-580=580.*"], [], [], False),
+    ("almalinux-9", "580.95.05", HGX, ["nvidia-fabric-manager-3:580.95.05"], [],
+     ["nvidia-fabric-manager-3:580.95.05-*"], False),
+    ("ubuntu-24.04", "580", dict(HGX, architectures=["blackwell"]), ["nvidia-fabricmanager-580=580.*"], ["nvlsm"], [], True),
+])
+def test_fabric_manager_on_nvswitch_systems(distro, version, gpu, packages, extra, held, modules_load):
+    plan = plan_for(distro, {"nvidia_driver_version": version}, gpu)
+    assert plan["errors"] == []
+    assert [p for p in plan["packages"] if "fabric" in p] == packages
+    assert plan["extra_packages"][-len(extra):] == extra if extra else "nvlsm" not in plan["extra_packages"]
+    assert [h for h in plan["held"] if "fabric" in h] == held
+    assert plan["fabric_manager"]["service"] == "nvidia-fabricmanager"
+    assert (plan["fabric_manager"]["modules_load"] is not None) == modules_load
+    if modules_load:
+        assert plan["fabric_manager"]["modules_load"]["content"].endswith("ib_umad\n")
+
+
+def test_no_nvswitch_no_fabric_manager_and_debian_packages_cannot_serve_one():
+    assert plan_for("ubuntu-24.04", {"nvidia_driver_version": "580"})["fabric_manager"] is None
+    plan = plan_for("debian-12", {"nvidia_driver_version": "535.261.03", "nvidia_driver_source": "distribution",
+                                  "gpufleet_allow_eol_driver": True}, HGX)
+    assert plan["errors"] == ["nvidia_driver_source: this host has 4 NVSwitch(es) and needs NVIDIA Fabric Manager, "
+                              "which Debian's packages do not include; use one of: nvidia"]

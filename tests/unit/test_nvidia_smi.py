@@ -188,6 +188,18 @@ def test_pci_scan_keeps_only_nvidia_display_controllers(tmp_path, listing, expec
     assert [(g["pci_bus_id"], g["pci_device_id"], g["architecture"], g["grace_hopper"]) for g in found] == expected
 
 
+@pytest.mark.parametrize("listing,count", [("pci-hgx-h100-bare.txt", 4), ("pci-mixed-workstation.txt", 0),
+                                           ("pci-container-no-gpu.txt", 0)])
+def test_nvswitches_are_found_on_the_pci_bus(tmp_path, listing, count):
+    """Issue 15 item 6: NVSwitch bridges (class 0x0680) tell an HGX board, which needs Fabric Manager."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.nvidia_smi import scan_nvswitches
+    devices = make_sysfs(tmp_path, listing)
+    found = scan_nvswitches(devices)
+    assert len(found) == count
+    assert all(s["pci_device_id"] == "0x22a3" for s in found)
+    assert gpu_info(lambda: None, devices, str(tmp_path / "nomodule"))["nvswitch_count"] == count
+
+
 def test_pci_scan_reports_bound_kernel_driver(tmp_path):
     root = make_sysfs(tmp_path, "pci-mixed-workstation.txt", drivers={"0000:01:00.0": "nouveau"})
     found = {g["pci_bus_id"]: g["kernel_driver"] for g in scan_pci(root)}

@@ -16,7 +16,9 @@ if command -v mokutil >/dev/null 2>&1; then
   out=$(mokutil --sb-state 2>&1); echo "mokutil_rc=$?"; echo "mokutil_out=$(echo "$out" | head -n 1)"
 fi
 # A driver installed through the package manager (its version), to tell it from a preinstalled one
-v=$(dpkg-query -W -f='${Version}' nvidia-smi 2>/dev/null | grep -v '^$') \
-  || v=$(dpkg-query -W -f='${Version}\n' 'nvidia-utils-*-server' 2>/dev/null | grep -v '^$' | head -n 1) \
+# (apt: the package that owns /usr/bin/nvidia-smi, whatever its name on Debian, Ubuntu or NVIDIA's repository)
+p=$(dpkg-query -S /usr/bin/nvidia-smi 2>/dev/null | sed -n '1s/:.*//p')
+v=$(dpkg-query -W -f='${Version}' "${p:-nvidia-smi}" 2>/dev/null | grep -v '^$') \
+  || v=$(dpkg-query -W -f='${Version}\n' 'nvidia-utils-*' 2>/dev/null | grep -v '^$' | head -n 1) \
   || v=$(rpm -q --qf '%{VERSION}' nvidia-driver 2>/dev/null) || v=""
 echo "managed_version=$v"

@@ -116,7 +116,8 @@ def _debian_family(plan, distro, version, flavour, values, codename, arch):
         plan["repo_files"] = [{"path": APT_SOURCES, "content": _deb822(repo, ["/"], [], APT_KEYRING)}]
         plan["pin_file"] = {"path": APT_PREFERENCES, "content": _apt_pin(
             "cuda-drivers* nvidia-open* nvidia-driver* nvidia-kernel-* nvidia-dkms-* nvidia-utils-* libnvidia-*"
-            " nvidia-compute-utils-* nvidia-firmware-* nvidia-modprobe nvidia-persistenced xserver-xorg-video-nvidia*",
+            " nvidia-compute-utils-* nvidia-firmware-* nvidia-modprobe nvidia-persistenced xserver-xorg-video-nvidia*"
+            " nvidia-fabricmanager*",
             version, "NVIDIA's CUDA-repository driver")}
         plan["extra_packages"] = []
     plan["packages"] = ["%s=%s" % (name, glob) for name in names]
@@ -156,6 +157,43 @@ def _redhat_family(plan, distro, version, flavour, values, arch):
     plan["pin_file"] = None
     plan["extra_packages"] = ["dnf-plugin-versionlock" if distro.endswith("-8") else "python3-dnf-plugin-versionlock"]
     plan["package_names"] = names
+
+
+FABRIC_MANAGER_SERVICE = "nvidia-fabricmanager"
+MODULES_LOAD_FILE = "/etc/modules-load.d/gpufleet-fabricmanager.conf"
+
+
+def _fabric_manager(plan, gpu, version, values, distro):
+    """HGX/DGX boards (NVSwitch on the PCI bus) need Fabric Manager at the driver's exact version,
+    else CUDA fails with error 802; Blackwell NVSwitch systems also need NVLSM and the ib_umad module."""
+    plan["fabric_manager"] = None
+    if not int(gpu.get("nvswitch_count") or 0) or not plan["install"]:
+        return
+    if values["nvidia_driver_source"] == "distribution" and distro.startswith("debian"):
+        plan["errors"].append("nvidia_driver_source: this host has %d NVSwitch(es) and needs NVIDIA Fabric Manager, "
+                              "which Debian's packages do not include; use one of: nvidia" % int(gpu["nvswitch_count"]))
+        return
+    blackwell = "blackwell" in (gpu.get("architectures") or [])
+    glob = _version_glob(version)
+    if plan["os_family"] == "Debian":
+        names = ["nvidia-fabricmanager-%s" % version["branch"]]
+        specs = ["%s=%s" % (n, glob) for n in names]
+    else:
+        names = ["nvidia-fabric-manager"]
+        specs = ["nvidia-fabric-manager-3:%s" % version["exact"]] if version["exact"] else list(names)
+        if version["exact"]:
+            plan["versionlock"] = list(plan["versionlock"]) + ["nvidia-fabric-manager-3:%s-*" % version["exact"]]
+    extra = ["nvlsm"] if blackwell else []
+    plan["packages"] = list(plan["packages"]) + specs
+    plan["extra_packages"] = list(plan["extra_packages"]) + extra
+    plan["package_names"] = list(plan["package_names"]) + names
+    if version["exact"] and plan["os_family"] == "Debian":
+        plan["hold"] = list(plan["hold"]) + names
+    plan["fabric_manager"] = {
+        "packages": names + extra, "service": FABRIC_MANAGER_SERVICE,
+        "modules_load": {"path": MODULES_LOAD_FILE, "content": "# %s\nib_umad\n" % HEADER} if blackwell else None,
+        "nvswitch_count": int(gpu["nvswitch_count"]),
+    }
 
 
 def modprobe_options(params):
@@ -246,6 +284,10 @@ def driver_plan(inputs):
                                       loaded or "(not loaded)", ", ".join(plan["preinstalled_by"]),
                                       values["nvidia_driver_version"], loaded or "it"))
             return plan
+
+    _fabric_manager(plan, gpu, version, values, distro)
+    if plan["errors"]:
+        return plan
 
     sb = secure_boot_state(inputs.get("mokutil_rc"), inputs.get("mokutil_out"))
     plan["secure_boot"] = sb

@@ -301,6 +301,26 @@ def scan_pci(devices_dir="/sys/bus/pci/devices"):
     return found
 
 
+def scan_nvswitches(devices_dir="/sys/bus/pci/devices"):
+    """NVIDIA NVSwitch bridges on the PCI bus (vendor 0x10de, class 0x0680 "other bridge"): HGX/DGX
+    boards whose GPUs talk over NVSwitch need Fabric Manager, else CUDA fails with error 802."""
+    found = []
+    try:
+        names = sorted(os.listdir(devices_dir))
+    except OSError:
+        return found
+    for name in names:
+        base = os.path.join(devices_dir, name)
+        if _int_or_none(_read(os.path.join(base, "vendor"))) != NVIDIA_VENDOR_ID:
+            continue
+        pci_class = _int_or_none(_read(os.path.join(base, "class")))
+        device = _int_or_none(_read(os.path.join(base, "device")))
+        if pci_class is None or device is None or (pci_class >> 8) != 0x0680:
+            continue
+        found.append({"pci_bus_id": name, "pci_device_id": "0x%04x" % device})
+    return found
+
+
 def loaded_modules(module_dir="/sys/module"):
     """The nvidia module's loaded version (None when not loaded) and whether nouveau is loaded."""
     nvidia_dir = os.path.join(module_dir, "nvidia")
@@ -319,7 +339,10 @@ def gpu_info(run_smi, devices_dir="/sys/bus/pci/devices", module_dir="/sys/modul
     architecture even where nvidia-smi cannot run.
     """
     pci_gpus = scan_pci(devices_dir)
+    nvswitches = scan_nvswitches(devices_dir)
     result = {
+        "nvswitches": nvswitches,
+        "nvswitch_count": len(nvswitches),
         "driver_loaded": False,
         "source": "pci",
         "nvidia_smi_found": True,

@@ -166,6 +166,18 @@ pci_gpus:
     architecture_source: {description: "C(table), C(range) or C(unknown)", type: str}
     grace_hopper: {description: Whether this is a Grace Hopper superchip GPU, type: bool}
     kernel_driver: {description: Kernel driver bound to the device (nvidia, nouveau) or null, type: str}
+nvswitches:
+  description: NVIDIA NVSwitch bridges on the PCI bus (class C(0x0680)); their GPUs need Fabric Manager.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pci_bus_id: {description: PCI address, type: str}
+    pci_device_id: {description: PCI device ID, type: str, sample: "0x22a3"}
+nvswitch_count:
+  description: Number of entries in RV(nvswitches).
+  returned: always
+  type: int
 pci_gpu_count:
   description: Number of entries in RV(pci_gpus).
   returned: always
