@@ -87,7 +87,7 @@ def selections():
 
 
 def test_plan_from_the_real_dpkg_query_of_the_node(node):
-    out = sh("dpkg-query -W -f='${binary:Package}\\t${db:Status-Abbrev}\\n' 'linux-*'").stdout
+    out = sh("dpkg-query -W -f='${binary:Package} ${db:Status-Abbrev}\\n' 'linux-*'").stdout
     plan = apt_kernel_plan(out, KERNEL, True)
     assert plan["headers"] == ["linux-headers-%s" % KERNEL, "linux-headers-amd64"]
     assert plan["hold"] == ["linux-headers-amd64", "linux-image-amd64"]

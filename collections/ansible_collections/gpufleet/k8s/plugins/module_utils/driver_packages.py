@@ -362,7 +362,7 @@ _APT_KERNEL_TOP_META = re.compile(r"^linux-(?:generic|virtual|lowlatency|aws|gcp
 def apt_kernel_plan(dpkg_lines, kernel, hold):
     """Headers to install and packages to hold on an apt host so DKMS can build for the next kernel.
 
-    ``dpkg_lines``: ``dpkg-query -W -f '${binary:Package}\\t${db:Status-Abbrev}\\n' 'linux-*'`` output.
+    ``dpkg_lines``: ``dpkg-query -W -f '${binary:Package} ${db:Status-Abbrev}\\n' 'linux-*'`` output.
     Headers: the running kernel's, plus the headers metapackage of every installed image
     metapackage (linux-image-amd64 -> linux-headers-amd64), so that the kernel an upgrade brings
     comes with its headers and DKMS builds the module for it before the reboot. Hold (when asked):
@@ -370,8 +370,8 @@ def apt_kernel_plan(dpkg_lines, kernel, hold):
     """
     installed = []
     for line in (dpkg_lines or "").splitlines():
-        fields = line.split("\t")
-        if len(fields) == 2 and fields[1].strip()[1:2] == "i":   # ii, hi: installed
+        fields = line.split()
+        if len(fields) == 2 and fields[1][1:2] == "i":   # ii, hi: installed
             installed.append(fields[0].split(":", 1)[0])
     image_metas = sorted(n for n in installed if _APT_KERNEL_META.match(n) and n.startswith("linux-image-"))
     headers = ["linux-headers-%s" % kernel] + [n.replace("linux-image-", "linux-headers-", 1) for n in image_metas]
