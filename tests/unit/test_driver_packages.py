@@ -122,7 +122,7 @@ def test_ubuntu_canonical_server_packages(flavour, headless):
 
 @pytest.mark.parametrize("distro,repo,stream_prefix", [
     ("rhel-9", "rhel9", "nvidia-driver:580-"), ("rocky-8", "rhel8", "nvidia-driver:580-"),
-    ("almalinux-9", "rhel9", "nvidia-driver:580-"), ("amazon-2023", "amzn2023", None),
+    ("almalinux-9", "rhel9", "nvidia-driver:580-"), ("amazon-2023", "amzn2023", "nvidia-driver:580-"),
 ])
 @pytest.mark.parametrize("flavour,kmod,stream", [("open", "kmod-nvidia-open-dkms", "open"),
                                                   ("proprietary", "kmod-nvidia-latest-dkms", "dkms")])
@@ -148,6 +148,36 @@ def test_dnf_branch_has_no_versionlock_and_el8_plugin_name():
     assert plan["versionlock"] == [] and plan["packages"][0] == "nvidia-driver"
     assert plan["extra_packages"] == ["dnf-plugin-versionlock"]
     assert plan_for("rhel-9", {"nvidia_driver_version": "580"})["extra_packages"] == ["python3-dnf-plugin-versionlock"]
+
+
+def test_amazon_linux_2023_enables_the_branch_stream_and_locks_the_branch():
+    """Issue 15 item 5: AL2023 needs `dnf module enable nvidia-driver:<br>-open` and a versionlock on the branch."""
+    plan = plan_for("amazon-2023", {"nvidia_driver_version": "580", "nvidia_driver_flavour": "open"})
+    assert plan["module_stream"] == "nvidia-driver:580-open"
+    assert plan["versionlock"] == ["nvidia-driver-3:580.*", "nvidia-driver-cuda-3:580.*", "kmod-nvidia-open-dkms-3:580.*"]
+    assert plan["pinned_to"] == "580.*"
+
+
+# `dnf module list --enabled nvidia-driver`: WRITTEN BY HAND after dnf 4's table format ([e] after the enabled
+# stream); no modular repository can be built or reached here
+DNF_MODULES = """CUDA 12.x (rhel9)
+Name          Stream      Profiles                         Summary
+nvidia-driver 570-dkms [e] default [d], fm, ks, src        Nvidia driver for 570-dkms branch
+
+Hint: [d]efault, [e]nabled, [x]disabled, [i]nstalled
+"""
+
+
+@pytest.mark.parametrize("output,wanted,switch", [
+    (DNF_MODULES, "nvidia-driver:580-dkms", True),        # branch change: switch-to --allowerasing
+    (DNF_MODULES, "nvidia-driver:570-open", True),        # flavour change
+    (DNF_MODULES, "nvidia-driver:570-dkms", False),       # already there
+    ("", "nvidia-driver:580-dkms", False),                # nothing enabled: plain enable
+    (DNF_MODULES, None, False),
+])
+def test_module_stream_switch(output, wanted, switch):
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import module_stream_switch
+    assert module_stream_switch(output, wanted) is switch
 
 
 # Role-side validation: the same rules as preflight, on the host's own OS and GPUs.

@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import (
-    apt_kernel_plan, container_verdict, driver_plan, reboot_decision)
+    apt_kernel_plan, container_verdict, driver_plan, module_stream_switch, reboot_decision)
 
 
 def nvidia_driver_plan(inputs):
@@ -34,6 +34,11 @@ def nvidia_driver_apt_kernel(facts):
     return apt_kernel_plan(facts.get("dpkg"), facts.get("kernel"), bool(facts.get("hold")))
 
 
+def nvidia_driver_stream_switch(dnf_module_list, wanted):
+    """Whether ``dnf module switch-to`` is needed (another nvidia-driver stream is enabled)."""
+    return module_stream_switch(dnf_module_list, wanted)
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -41,4 +46,5 @@ class FilterModule(object):
             "nvidia_driver_reboot": nvidia_driver_reboot,
             "nvidia_driver_container": nvidia_driver_container,
             "nvidia_driver_apt_kernel": nvidia_driver_apt_kernel,
+            "nvidia_driver_stream_switch": nvidia_driver_stream_switch,
         }

@@ -142,14 +142,16 @@ def _redhat_family(plan, distro, version, flavour, values, arch):
     ])}]
     kmod = "kmod-nvidia-open-dkms" if flavour == "open" else "kmod-nvidia-latest-dkms"
     names = ["nvidia-driver", "nvidia-driver-cuda", kmod]
-    if distro == "amazon-2023":
-        plan["module_stream"] = None     # AL2023 has no module streams
-    else:
-        plan["module_stream"] = "nvidia-driver:%s-%s" % (branch, "open" if flavour == "open" else "dkms")
+    # The branch's module stream (NVIDIA's Driver Installation Guide: also on Amazon Linux 2023).
+    plan["module_stream"] = "nvidia-driver:%s-%s" % (branch, "open" if flavour == "open" else "dkms")
     if version["exact"]:
         # NVIDIA's RPMs carry epoch 3; "@stream:version" specs are what fails on RHEL, plain NEVRA works.
         plan["packages"] = ["%s-3:%s" % (name, version["exact"]) for name in names]
         plan["versionlock"] = ["%s-3:%s-*" % (name, version["exact"]) for name in names]
+    elif distro == "amazon-2023":
+        # AL2023 does not keep a package inside an enabled stream on update: a versionlock on the branch does.
+        plan["packages"] = list(names)
+        plan["versionlock"] = ["%s-3:%s.*" % (name, branch) for name in names]
     else:
         plan["packages"] = list(names)
         plan["versionlock"] = []
@@ -379,3 +381,24 @@ def apt_kernel_plan(dpkg_lines, kernel, hold):
                    | set(headers[1:]))
     # Holds are never released here: a hold the user set on a metapackage is theirs.
     return {"headers": headers, "hold": metas if hold else [], "metapackages": metas}
+
+
+def enabled_module_stream(output, name="nvidia-driver"):
+    """The enabled stream of module ``name`` from ``dnf module list --enabled NAME`` (None: none enabled).
+
+    dnf prints a table ("nvidia-driver  580-dkms [e]  default, ...") with [e] after enabled streams.
+    """
+    for line in (output or "").splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and fields[0] == name and "[e]" in fields[2:4]:
+            return "%s:%s" % (name, fields[1])
+    return None
+
+
+def module_stream_switch(output, wanted):
+    """Whether the enabled stream must be switched (``dnf module switch-to WANTED --allowerasing``):
+    another stream of the same module is enabled. None wanted or none enabled: no switch."""
+    if not wanted:
+        return False
+    current = enabled_module_stream(output, wanted.split(":", 1)[0])
+    return current is not None and current != wanted
