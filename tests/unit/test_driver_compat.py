@@ -57,9 +57,8 @@ BAD = [
      "nvidia_driver_version", "does not support blackwell"),
     ("cuda13-on-570", {"nvidia_driver_version": "570", "gpufleet_allow_eol_driver": True,
                        "nvidia_driver_cuda_version": "13.0"}, None, "nvidia_driver_cuda_version", "needs a driver >= 580"),
-    ("cuda12-on-580", {"nvidia_driver_cuda_version": "12.4"}, None, "nvidia_driver_cuda_version", ">= 525 and < 580"),
-    ("cuda11-on-535", {"nvidia_driver_version": "535", "gpufleet_allow_eol_driver": True,
-                       "nvidia_driver_cuda_version": "11.8"}, None, "nvidia_driver_cuda_version", ">= 450 and < 525"),
+    ("cuda12-on-470", {"nvidia_driver_version": "470", "gpufleet_allow_eol_driver": True,
+                       "nvidia_driver_cuda_version": "12.4"}, None, "nvidia_driver_cuda_version", "needs a driver >= 525"),
     ("cuda-format", {"nvidia_driver_cuda_version": "12"}, None, "nvidia_driver_cuda_version", "not a CUDA version"),
     ("cuda-float", {"nvidia_driver_cuda_version": 12.4}, None, "nvidia_driver_cuda_version", "not a CUDA version"),
     ("cuda-unknown-major", {"nvidia_driver_cuda_version": "10.2"}, None, "nvidia_driver_cuda_version", "use one of: 11.x, 12.x, 13.x"),
@@ -143,10 +142,33 @@ CUDA = [
     ("535.54.03", "12.2", JAN_2026, False, False),
     ("535.261.03", "12.4", JAN_2026, False, True),    # 12.4 wants 550.54.14
     ("535", "12.8", JAN_2026, False, True),
-    ("595", "12.4", DEC_2026, True, False),
     ("535", "13.0", JAN_2026, True, False),
     ("595", "13.2", DEC_2026, False, False),
+    # Issue 15: no upper bound. Newer drivers run older CUDA (measured: CUDA 12.4 on an H200 with 580.159.04).
+    ("580.159.04", "12.4", DEC_2026, False, False),
+    ("580", "12.8", DEC_2026, False, False),
+    ("595", "12.4", DEC_2026, False, False),
+    ("580", "11.8", DEC_2026, False, False),
+    ("535", "11.8", JAN_2026, False, False),
+    ("470", "11.4", JAN_2026, True, False),           # only because R470 is end of life
+    ("450.80.02", "12.0", JAN_2026, True, False),     # below 12.x's lowest driver (525)
 ]
+
+
+@pytest.mark.parametrize("version,cuda", [("580.159.04", "12.4"), ("595", "11.8"), ("580", "12.0")])
+def test_newer_driver_runs_older_cuda_without_any_problem(version, cuda):
+    """Issue 15: CUDA_MAJOR_RANGES refused CUDA 12.x with drivers >= 580; only lower bounds hold."""
+    values = dict(DEFAULTS, nvidia_driver_version=version, nvidia_driver_cuda_version=cuda)
+    problems = validate_driver(values, ["hopper"], today=DEC_2026)
+    assert (problems.errors, problems.warnings) == ([], [])
+
+
+def test_below_the_release_ga_driver_is_a_warning_naming_the_ga_driver():
+    values = dict(DEFAULTS, nvidia_driver_version="535.261.03", nvidia_driver_cuda_version="12.4")
+    problems = validate_driver(values, ["hopper"], today=JAN_2026)
+    assert problems.errors == []
+    assert problems.warnings == ["nvidia_driver_cuda_version: CUDA 12.4's own driver is 550.54.14 or newer; "
+                                 "535.261.03 runs it only under minor-version compatibility (no PTX JIT of newer code)"]
 
 
 @pytest.mark.parametrize("version,cuda,today,has_error,has_warning", CUDA)

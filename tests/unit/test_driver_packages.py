@@ -10,8 +10,8 @@ import configparser
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import (
-    APT_PREFERENCES, APT_SOURCES, DNF_REPO, distro_key, driver_plan, modprobe_options, reboot_decision,
-    secure_boot_state)
+    APT_PREFERENCES, APT_SOURCES, DNF_REPO, apt_kernel_plan, container_verdict, distro_key, driver_plan, modprobe_options,
+    reboot_decision, secure_boot_state)
 
 HOSTS = {
     "debian-12": ("Debian", "12.12", "12", "bookworm"),
@@ -122,7 +122,7 @@ def test_ubuntu_canonical_server_packages(flavour, headless):
 
 @pytest.mark.parametrize("distro,repo,stream_prefix", [
     ("rhel-9", "rhel9", "nvidia-driver:580-"), ("rocky-8", "rhel8", "nvidia-driver:580-"),
-    ("almalinux-9", "rhel9", "nvidia-driver:580-"), ("amazon-2023", "amzn2023", None),
+    ("almalinux-9", "rhel9", "nvidia-driver:580-"), ("amazon-2023", "amzn2023", "nvidia-driver:580-"),
 ])
 @pytest.mark.parametrize("flavour,kmod,stream", [("open", "kmod-nvidia-open-dkms", "open"),
                                                   ("proprietary", "kmod-nvidia-latest-dkms", "dkms")])
@@ -148,6 +148,36 @@ def test_dnf_branch_has_no_versionlock_and_el8_plugin_name():
     assert plan["versionlock"] == [] and plan["packages"][0] == "nvidia-driver"
     assert plan["extra_packages"] == ["dnf-plugin-versionlock"]
     assert plan_for("rhel-9", {"nvidia_driver_version": "580"})["extra_packages"] == ["python3-dnf-plugin-versionlock"]
+
+
+def test_amazon_linux_2023_enables_the_branch_stream_and_locks_the_branch():
+    """Issue 15 item 5: AL2023 needs `dnf module enable nvidia-driver:<br>-open` and a versionlock on the branch."""
+    plan = plan_for("amazon-2023", {"nvidia_driver_version": "580", "nvidia_driver_flavour": "open"})
+    assert plan["module_stream"] == "nvidia-driver:580-open"
+    assert plan["versionlock"] == ["nvidia-driver-3:580.*", "nvidia-driver-cuda-3:580.*", "kmod-nvidia-open-dkms-3:580.*"]
+    assert plan["pinned_to"] == "580.*"
+
+
+# `dnf module list --enabled nvidia-driver`: WRITTEN BY HAND after dnf 4's table format ([e] after the enabled
+# stream); no modular repository can be built or reached here
+DNF_MODULES = """CUDA 12.x (rhel9)
+Name          Stream      Profiles                         Summary
+nvidia-driver 570-dkms [e] default [d], fm, ks, src        Nvidia driver for 570-dkms branch
+
+Hint: [d]efault, [e]nabled, [x]disabled, [i]nstalled
+"""
+
+
+@pytest.mark.parametrize("output,wanted,switch", [
+    (DNF_MODULES, "nvidia-driver:580-dkms", True),        # branch change: switch-to --allowerasing
+    (DNF_MODULES, "nvidia-driver:570-open", True),        # flavour change
+    (DNF_MODULES, "nvidia-driver:570-dkms", False),       # already there
+    ("", "nvidia-driver:580-dkms", False),                # nothing enabled: plain enable
+    (DNF_MODULES, None, False),
+])
+def test_module_stream_switch(output, wanted, switch):
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import module_stream_switch
+    assert module_stream_switch(output, wanted) is switch
 
 
 # Role-side validation: the same rules as preflight, on the host's own OS and GPUs.
@@ -219,6 +249,43 @@ def test_container_says_module_not_loaded():
     assert plan["module_state"].startswith("not loaded: running in a container")
 
 
+# Issue 15: the H200 VM (Ubuntu 24.04 userland, driver 580.159.04 installed outside any package
+# manager, no systemd) reported pinned_to "580.*" although nothing was installed or pinned.
+def test_preinstalled_driver_that_satisfies_pins_and_holds_nothing():
+    gpu = {"architectures": ["hopper"], "driver_loaded": True, "driver_version": "580.159.04"}
+    plan = plan_for("ubuntu-24.04", {"nvidia_driver_version": "580"}, gpu, managed_version="")
+    assert (plan["errors"], plan["install"], plan["pinned_to"], plan["held"]) == ([], False, None, [])
+
+
+@pytest.mark.parametrize("distro,version,pinned_to,held", [
+    ("debian-12", "580", "580.*", []),                                  # apt preferences pin the branch
+    ("debian-12", "580.95.05", "580.95.05-*", ["cuda-drivers-580"]),    # pin + dpkg hold
+    ("almalinux-9", "580", "580.*", []),                                  # module stream keeps the branch
+    ("almalinux-9", "580.95.05", "580.95.05-*", ["nvidia-driver-3:580.95.05-*", "nvidia-driver-cuda-3:580.95.05-*",
+                                              "kmod-nvidia-open-dkms-3:580.95.05-*"]),
+])
+def test_pinned_to_and_held_when_the_role_installs(distro, version, pinned_to, held):
+    plan = plan_for(distro, {"nvidia_driver_version": version, "nvidia_driver_flavour": "proprietary"
+                             if distro.startswith("debian") else "open"})
+    assert plan["install"] is True
+    assert (plan["pinned_to"], plan["held"]) == (pinned_to, held)
+
+
+@pytest.mark.parametrize("engine,pid2,in_container,container", [
+    ("none", "kthreadd", False, "none"),
+    ("docker", "kthreadd", False, "none"),     # Firecracker VM built from an image: /.dockerenv, own kernel
+    ("podman", "kthreadd", False, "none"),     # same with /run/.containerenv
+    ("docker", "sleep", True, "docker"),       # a real container: PID 2 is one of its own processes
+    ("podman", "", True, "podman"),            # PID 2 does not exist in the container's namespace
+    ("systemd-nspawn", "systemd-journal", True, "systemd-nspawn"),
+    ("", None, False, "none"),
+])
+def test_container_verdict_needs_a_hidden_kernel(engine, pid2, in_container, container):
+    verdict = container_verdict(engine, pid2)
+    assert (verdict["in_container"], verdict["container"]) == (in_container, container)
+    assert verdict["evidence"]
+
+
 @pytest.mark.parametrize("params,text", [
     ({}, None),
     ({"NVreg_PreserveVideoMemoryAllocations": 1, "NVreg_EnableGpuFirmware": 0},
@@ -246,3 +313,55 @@ def test_reboot_decision(args, required, reboot):
         assert "not rebooting the Ansible controller" in decision["message"]
     if required and not args[4]:
         assert "gpufleet_allow_reboot" in decision["message"]
+
+
+# Issue 15 item 7: hold what brings new kernels (metapackages), install headers for the next kernel.
+@pytest.mark.parametrize("dpkg,kernel,headers,metas", [
+    ("linux-image-6.1.0-40-amd64\tii \nlinux-image-amd64\tii \nlinux-base\tii \nlinux-libc-dev\tii \n",
+     "6.1.0-40-amd64", ["linux-headers-6.1.0-40-amd64", "linux-headers-amd64"], ["linux-headers-amd64", "linux-image-amd64"]),
+    ("linux-image-cloud-amd64\tii \nlinux-image-6.1.0-40-cloud-amd64\tii \n", "6.1.0-40-cloud-amd64",
+     ["linux-headers-6.1.0-40-cloud-amd64", "linux-headers-cloud-amd64"], ["linux-headers-cloud-amd64", "linux-image-cloud-amd64"]),
+    ("linux-generic\tii \nlinux-image-generic\tii \nlinux-headers-generic\tii \nlinux-image-6.8.0-45-generic\tii \n"
+     "linux-modules-6.8.0-45-generic\tii \n", "6.8.0-45-generic",
+     ["linux-headers-6.8.0-45-generic", "linux-headers-generic"],
+     ["linux-generic", "linux-headers-generic", "linux-image-generic"]),
+    ("linux-aws\tii \nlinux-image-aws\tii \nlinux-image-generic\trc \n", "6.8.0-1015-aws",
+     ["linux-headers-6.8.0-1015-aws", "linux-headers-aws"], ["linux-aws", "linux-headers-aws", "linux-image-aws"]),
+    ("", "6.18.44-fc-v1045", ["linux-headers-6.18.44-fc-v1045"], []),   # kernel from outside the package manager
+])
+def test_apt_kernel_plan(dpkg, kernel, headers, metas):
+    plan = apt_kernel_plan(dpkg, kernel, True)
+    assert (plan["headers"], plan["hold"]) == (headers, metas)
+    assert not any(p.startswith("linux-image-6") for p in plan["hold"])  # versioned packages are never held
+    assert apt_kernel_plan(dpkg, kernel, False)["hold"] == []
+
+
+# Issue 15 item 6: HGX boards (NVSwitch on the PCI bus) get Fabric Manager at the driver's version.
+HGX = {"architectures": ["hopper"], "driver_loaded": False, "nvswitch_count": 4}
+
+
+@pytest.mark.parametrize("distro,version,gpu,packages,extra,held,modules_load", [
+    ("ubuntu-24.04", "580.95.05", HGX, ["nvidia-fabricmanager-580=580.95.05-*"], [], ["nvidia-fabricmanager-580"], False),
+    ("debian-12", "580", HGX, ["nvidia-fabricmanager-580=580.*"], [], [], False),
+    ("almalinux-9", "580.95.05", HGX, ["nvidia-fabric-manager-3:580.95.05"], [],
+     ["nvidia-fabric-manager-3:580.95.05-*"], False),
+    ("ubuntu-24.04", "580", dict(HGX, architectures=["blackwell"]), ["nvidia-fabricmanager-580=580.*"], ["nvlsm"], [], True),
+])
+def test_fabric_manager_on_nvswitch_systems(distro, version, gpu, packages, extra, held, modules_load):
+    plan = plan_for(distro, {"nvidia_driver_version": version}, gpu)
+    assert plan["errors"] == []
+    assert [p for p in plan["packages"] if "fabric" in p] == packages
+    assert plan["extra_packages"][-len(extra):] == extra if extra else "nvlsm" not in plan["extra_packages"]
+    assert [h for h in plan["held"] if "fabric" in h] == held
+    assert plan["fabric_manager"]["service"] == "nvidia-fabricmanager"
+    assert (plan["fabric_manager"]["modules_load"] is not None) == modules_load
+    if modules_load:
+        assert plan["fabric_manager"]["modules_load"]["content"].endswith("ib_umad\n")
+
+
+def test_no_nvswitch_no_fabric_manager_and_debian_packages_cannot_serve_one():
+    assert plan_for("ubuntu-24.04", {"nvidia_driver_version": "580"})["fabric_manager"] is None
+    plan = plan_for("debian-12", {"nvidia_driver_version": "535.261.03", "nvidia_driver_source": "distribution",
+                                  "gpufleet_allow_eol_driver": True}, HGX)
+    assert plan["errors"] == ["nvidia_driver_source: this host has 4 NVSwitch(es) and needs NVIDIA Fabric Manager, "
+                              "which Debian's packages do not include; use one of: nvidia"]

@@ -39,6 +39,7 @@ def tree(tmp_path):
     pin.write_text("Package: nvidia-driver\nPin: version 535.261.03-*\nPin-Priority: 1001\n")
     (etc / "containerd").mkdir()
     (etc / "containerd" / "config.toml").write_text("version = 2\n")
+    (tmp_path / "run" / "systemd" / "system").mkdir(parents=True)  # systemd is the running init
     return etc, pin
 
 
@@ -163,13 +164,58 @@ def test_fingerprint_fails_clearly_without_a_package_manager(tmp_path):
 
 
 def test_failing_systemctl_is_an_error_not_a_silent_difference(tmp_path):
+    """systemd runs (/run/systemd/system) but systemctl fails for another reason: that would hide drift."""
     etc, _pin = tree(tmp_path)
 
     def run(argv):
-        return (1, "", "System has not been booted with systemd") if argv[0] == "systemctl" else real_run(argv)
+        return (1, "", "Failed to get properties: Access denied") if argv[0] == "systemctl" else real_run(argv)
     with pytest.raises(GpufleetError) as err:
         ns.fingerprint(watch_for(etc, services=["containerd.service"]), run, sys_root=str(tmp_path))
-    assert "systemctl show failed: System has not been booted" in err.value.msg
+    assert "systemctl show failed: Failed to get properties: Access denied" in err.value.msg
+
+
+NOT_BOOTED = "System has not been booted with systemd as init system (PID 1). Can't operate.\nFailed to connect to bus: Host is down"
+
+
+@pytest.mark.parametrize("booted, systemctl", [
+    (False, None),                      # no /run/systemd/system: systemctl is never asked
+    (True, (127, "", "systemctl: not found")),            # no systemctl binary
+    (True, (1, "", NOT_BOOTED)),        # systemd installed, not PID 1 (what systemctl really prints)
+], ids=["not-booted-with-systemd", "systemctl-not-found", "systemctl-says-not-booted"])
+def test_no_service_manager_is_an_answer_not_a_failure(tmp_path, booted, systemctl):
+    """Issue 15: a host without systemd (or with systemd not PID 1) gets 'no service manager'."""
+    etc, _pin = tree(tmp_path)
+    if not booted:
+        (tmp_path / "run" / "systemd" / "system").rmdir()
+    asked = []
+
+    def run(argv):
+        if argv[0] == "systemctl":
+            asked.append(argv)
+            return systemctl
+        return real_run(argv)
+    units = ["containerd.service", "nvidia-persistenced.service"]
+    watch = watch_for(etc, services=units)
+    state = ns.fingerprint(watch, run, sys_root=str(tmp_path))
+    assert state["services"] == {u: "unknown (no service manager)" for u in units}
+    assert bool(asked) == booted
+    # the same answer twice is converged; systemd appearing later is a difference
+    stamp = ns.make_stamp("sha256:in", watch, state)
+    assert ns.check(stamp, "sha256:in", watch, ns.fingerprint(watch, run, sys_root=str(tmp_path))) == (True, [])
+    (tmp_path / "run" / "systemd" / "system").mkdir(parents=True, exist_ok=True)
+    converged, reasons = ns.check(stamp, "sha256:in", watch, ns.fingerprint(watch, fake_run(), sys_root=str(tmp_path)))
+    assert not converged
+    assert "service containerd.service: unknown (no service manager) -> enabled active" in reasons
+
+
+def test_real_systemctl_on_this_machine_without_systemd_as_pid1(tmp_path):
+    """This machine's PID 1 is not systemd: the real systemctl (if installed) must not fail the fingerprint."""
+    etc, _pin = tree(tmp_path)
+    state = ns.fingerprint(watch_for(etc, services=["containerd.service"]), real_run)
+    if os.path.isdir("/run/systemd/system"):  # a developer machine booted with systemd: a real answer
+        assert state["services"]["containerd.service"] != "unknown (no service manager)"
+    else:
+        assert state["services"] == {"containerd.service": "unknown (no service manager)"}
 
 
 # --- check: stamp vs now ----------------------------------------------------------------------

@@ -60,6 +60,11 @@ XML_CASES = [
         (0, "Tesla T4", "00000000:00:1E.0", "turing", 15360, "Disabled", "Disabled", 0, False,
          "Enabled", 26, 13.98, 70),
     ]),
+    # REAL recording (issue 15): one H200, driver 580.159.04, DTD v13 (power only as instant/average)
+    ("h200-580-recorded.xml", "580.159.04", "13.0", 1, [
+        (0, "NVIDIA H200", "00000000:00:06.0", "hopper", 143771, "Disabled", "Disabled", 0, True,
+         "Enabled", 39, 82.38, 700),
+    ]),
     ("l4.xml", "550.90.07", "12.4", 1, [
         (0, "NVIDIA L4", "00000000:00:03.0", "ada", 23034, "Disabled", "Disabled", 0, True,
          "Enabled", 44, 16.21, 72),
@@ -81,6 +86,34 @@ def test_parse_recorded_format(name, driver, cuda, count, gpus):
                gpu["mig_mode_current"], gpu["mig_mode_pending"], len(gpu["mig_devices"]), gpu["persistence_mode"],
                gpu["ecc_mode_current"], gpu["temperature_c"], gpu["power_draw_w"], gpu["power_limit_w"])
         assert got == (pname, bus, arch, "table", mem, mig_cur, mig_pend, n_mig, persist, ecc, temp, power, limit)
+
+
+def test_every_field_of_the_real_r580_h200_recording():
+    """Issue 15: R580's XML (nvsmi_device_v13) has no power_draw element; every field is read from it."""
+    parsed = parse_smi_xml(fixture("h200-580-recorded.xml"))
+    assert (parsed["driver_version"], parsed["cuda_version"], parsed["attached_gpus"]) == ("580.159.04", "13.0", 1)
+    assert parsed["gpus"] == [{
+        "index": 0, "minor_number": 0, "uuid": "GPU-9d4eb449-e4d2-b47d-6500-8b3ffdbdb530",
+        "name": "NVIDIA H200", "brand": "NVIDIA", "pci_bus_id": "00000000:00:06.0", "pci_device_id": "0x2335",
+        "architecture": "hopper", "architecture_source": "table", "vbios_version": "96.00.A5.00.1A",
+        "virtualization_mode": "Pass-Through", "compute_mode": "Default",
+        "memory_total_mib": 143771, "memory_reserved_mib": 616, "memory_used_mib": 0, "memory_free_mib": 143156,
+        "utilization_gpu_pct": 0, "utilization_memory_pct": 0,
+        "mig_mode_current": "Disabled", "mig_mode_pending": "Disabled", "mig_devices": [],
+        "persistence_mode": True, "ecc_mode_current": "Enabled", "ecc_mode_pending": "Enabled",
+        "temperature_c": 39, "memory_temperature_c": 38, "power_state": "P0",
+        "power_draw_w": 82.38, "power_draw_average_w": 82.18, "power_limit_w": 700.0,
+        "power_limit_default_w": 700.0, "power_limit_min_w": 200.0, "power_limit_max_w": 700.0,
+        "memory_power_draw_average_w": 48.96, "module_power_draw_w": None,
+    }]
+
+
+@pytest.mark.parametrize("name", ["h100-sxm-8x.xml", "a100-mig.xml", "t4.xml", "l4.xml", "h200-580-recorded.xml"])
+def test_power_draw_is_read_in_every_format(name):
+    """v11 power_readings, v12 gpu_power_readings/power_draw, v13 instant_power_draw: never null on a GPU."""
+    for gpu in parse_smi_xml(fixture(name))["gpus"]:
+        assert isinstance(gpu["power_draw_w"], (int, float)) and gpu["power_draw_w"] > 0
+        assert isinstance(gpu["power_limit_w"], (int, float)) and gpu["power_limit_w"] >= gpu["power_draw_w"]
 
 
 def test_mig_devices_are_parsed_per_instance():
@@ -153,6 +186,18 @@ PCI_CASES = [
 def test_pci_scan_keeps_only_nvidia_display_controllers(tmp_path, listing, expected):
     found = scan_pci(make_sysfs(tmp_path, listing))
     assert [(g["pci_bus_id"], g["pci_device_id"], g["architecture"], g["grace_hopper"]) for g in found] == expected
+
+
+@pytest.mark.parametrize("listing,count", [("pci-hgx-h100-bare.txt", 4), ("pci-mixed-workstation.txt", 0),
+                                           ("pci-container-no-gpu.txt", 0)])
+def test_nvswitches_are_found_on_the_pci_bus(tmp_path, listing, count):
+    """Issue 15 item 6: NVSwitch bridges (class 0x0680) tell an HGX board, which needs Fabric Manager."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.nvidia_smi import scan_nvswitches
+    devices = make_sysfs(tmp_path, listing)
+    found = scan_nvswitches(devices)
+    assert len(found) == count
+    assert all(s["pci_device_id"] == "0x22a3" for s in found)
+    assert gpu_info(lambda: None, devices, str(tmp_path / "nomodule"))["nvswitch_count"] == count
 
 
 def test_pci_scan_reports_bound_kernel_driver(tmp_path):

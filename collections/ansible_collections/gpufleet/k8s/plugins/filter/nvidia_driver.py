@@ -7,7 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import driver_plan, reboot_decision
+from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import (
+    apt_kernel_plan, container_verdict, driver_plan, module_stream_switch, reboot_decision)
 
 
 def nvidia_driver_plan(inputs):
@@ -22,9 +23,28 @@ def nvidia_driver_reboot(facts):
                            bool(facts.get("allow_reboot")), bool(facts.get("is_controller")))
 
 
+def nvidia_driver_container(probe):
+    """Container or machine, from the probe's key=value dict (container, pid2_comm)."""
+    probe = probe or {}
+    return container_verdict(probe.get("container"), probe.get("pid2_comm"))
+
+
+def nvidia_driver_apt_kernel(facts):
+    """Headers and holds for the kernel metapackages of an apt host (see apt_kernel_plan)."""
+    return apt_kernel_plan(facts.get("dpkg"), facts.get("kernel"), bool(facts.get("hold")))
+
+
+def nvidia_driver_stream_switch(dnf_module_list, wanted):
+    """Whether ``dnf module switch-to`` is needed (another nvidia-driver stream is enabled)."""
+    return module_stream_switch(dnf_module_list, wanted)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "nvidia_driver_plan": nvidia_driver_plan,
             "nvidia_driver_reboot": nvidia_driver_reboot,
+            "nvidia_driver_container": nvidia_driver_container,
+            "nvidia_driver_apt_kernel": nvidia_driver_apt_kernel,
+            "nvidia_driver_stream_switch": nvidia_driver_stream_switch,
         }

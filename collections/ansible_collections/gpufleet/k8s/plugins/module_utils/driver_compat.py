@@ -62,8 +62,10 @@ NEWEST_KNOWN_BRANCH = 595
 LAST_BRANCH_FOR_OLD_GPUS = 580          # R580 is the last branch for Maxwell, Pascal and Volta
 FIRST_BRANCH_FOR_BLACKWELL = 570
 
-# CUDA major: (lowest driver branch, first branch that no longer counts for this major or None)
-CUDA_MAJOR_RANGES = {11: (450, 525), 12: (525, 580), 13: (580, None)}
+# CUDA major: lowest driver branch (minor-version compatibility). Drivers are backward compatible
+# with no upper bound: a 580 driver runs CUDA 11.x and 12.x programs (measured on an H200 with
+# driver 580.159.04: a CUDA 12.4 runtime got cudaDriverGetVersion 13000 and allocated memory).
+CUDA_MAJOR_MINIMUM = {11: 450, 12: 525, 13: 580}
 # Linux x86_64 driver of each CUDA GA release (full feature set; below it minor-version compatibility)
 CUDA_RELEASE_MINIMUMS = (
     ((13, 0), "580.65.06"),
@@ -257,19 +259,20 @@ def _check_cuda(cuda, version, problems, var):
         problems.error(var, "%r is not a CUDA version; use one of: \"\" (none), \"12.4\", \"13.0\" (quoted)" % (cuda,))
         return
     major, minor = int(match.group(1)), int(match.group(2))
-    if major not in CUDA_MAJOR_RANGES:
+    if major not in CUDA_MAJOR_MINIMUM:
         problems.error(var, "CUDA %s is not supported by any driver gpufleet installs; use one of: %s" % (
-            cuda, ", ".join("%d.x" % m for m in sorted(CUDA_MAJOR_RANGES))))
+            cuda, ", ".join("%d.x" % m for m in sorted(CUDA_MAJOR_MINIMUM))))
         return
     if version is None:
         return
-    low, high = CUDA_MAJOR_RANGES[major]
+    low = CUDA_MAJOR_MINIMUM[major]
     branch = int(version["branch"])
-    if branch < low or (high is not None and branch >= high):
-        allowed = ">= %d" % low if high is None else ">= %d and < %d" % (low, high)
-        problems.error(var, "CUDA %s needs a driver %s, but nvidia_driver_version is %s; use one of: a driver "
-                            "version %s, or a CUDA version that matches R%s" % (
-                                cuda, allowed, version["exact"] or "R%d" % branch, allowed, branch))
+    if branch < low:
+        problems.error(var, "CUDA %s needs a driver >= %d, but nvidia_driver_version is %s; use one of: a driver "
+                            "version >= %d (newer drivers run older CUDA too), or a CUDA version R%d supports (%s)" % (
+                                cuda, low, version["exact"] or "R%d" % branch, low, branch,
+                                ", ".join("%d.x" % m for m in sorted(CUDA_MAJOR_MINIMUM)
+                                          if CUDA_MAJOR_MINIMUM[m] <= branch) or "none"))
         return
     for release, minimum in CUDA_RELEASE_MINIMUMS:
         if (major, minor) >= release:

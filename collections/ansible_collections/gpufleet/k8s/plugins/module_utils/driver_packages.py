@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror import debian_mirrors, mirror_url
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import (
@@ -115,7 +116,8 @@ def _debian_family(plan, distro, version, flavour, values, codename, arch):
         plan["repo_files"] = [{"path": APT_SOURCES, "content": _deb822(repo, ["/"], [], APT_KEYRING)}]
         plan["pin_file"] = {"path": APT_PREFERENCES, "content": _apt_pin(
             "cuda-drivers* nvidia-open* nvidia-driver* nvidia-kernel-* nvidia-dkms-* nvidia-utils-* libnvidia-*"
-            " nvidia-compute-utils-* nvidia-firmware-* nvidia-modprobe nvidia-persistenced xserver-xorg-video-nvidia*",
+            " nvidia-compute-utils-* nvidia-firmware-* nvidia-modprobe nvidia-persistenced xserver-xorg-video-nvidia*"
+            " nvidia-fabricmanager*",
             version, "NVIDIA's CUDA-repository driver")}
         plan["extra_packages"] = []
     plan["packages"] = ["%s=%s" % (name, glob) for name in names]
@@ -140,14 +142,16 @@ def _redhat_family(plan, distro, version, flavour, values, arch):
     ])}]
     kmod = "kmod-nvidia-open-dkms" if flavour == "open" else "kmod-nvidia-latest-dkms"
     names = ["nvidia-driver", "nvidia-driver-cuda", kmod]
-    if distro == "amazon-2023":
-        plan["module_stream"] = None     # AL2023 has no module streams
-    else:
-        plan["module_stream"] = "nvidia-driver:%s-%s" % (branch, "open" if flavour == "open" else "dkms")
+    # The branch's module stream (NVIDIA's Driver Installation Guide: also on Amazon Linux 2023).
+    plan["module_stream"] = "nvidia-driver:%s-%s" % (branch, "open" if flavour == "open" else "dkms")
     if version["exact"]:
         # NVIDIA's RPMs carry epoch 3; "@stream:version" specs are what fails on RHEL, plain NEVRA works.
         plan["packages"] = ["%s-3:%s" % (name, version["exact"]) for name in names]
         plan["versionlock"] = ["%s-3:%s-*" % (name, version["exact"]) for name in names]
+    elif distro == "amazon-2023":
+        # AL2023 does not keep a package inside an enabled stream on update: a versionlock on the branch does.
+        plan["packages"] = list(names)
+        plan["versionlock"] = ["%s-3:%s.*" % (name, branch) for name in names]
     else:
         plan["packages"] = list(names)
         plan["versionlock"] = []
@@ -155,6 +159,43 @@ def _redhat_family(plan, distro, version, flavour, values, arch):
     plan["pin_file"] = None
     plan["extra_packages"] = ["dnf-plugin-versionlock" if distro.endswith("-8") else "python3-dnf-plugin-versionlock"]
     plan["package_names"] = names
+
+
+FABRIC_MANAGER_SERVICE = "nvidia-fabricmanager"
+MODULES_LOAD_FILE = "/etc/modules-load.d/gpufleet-fabricmanager.conf"
+
+
+def _fabric_manager(plan, gpu, version, values, distro):
+    """HGX/DGX boards (NVSwitch on the PCI bus) need Fabric Manager at the driver's exact version,
+    else CUDA fails with error 802; Blackwell NVSwitch systems also need NVLSM and the ib_umad module."""
+    plan["fabric_manager"] = None
+    if not int(gpu.get("nvswitch_count") or 0) or not plan["install"]:
+        return
+    if values["nvidia_driver_source"] == "distribution" and distro.startswith("debian"):
+        plan["errors"].append("nvidia_driver_source: this host has %d NVSwitch(es) and needs NVIDIA Fabric Manager, "
+                              "which Debian's packages do not include; use one of: nvidia" % int(gpu["nvswitch_count"]))
+        return
+    blackwell = "blackwell" in (gpu.get("architectures") or [])
+    glob = _version_glob(version)
+    if plan["os_family"] == "Debian":
+        names = ["nvidia-fabricmanager-%s" % version["branch"]]
+        specs = ["%s=%s" % (n, glob) for n in names]
+    else:
+        names = ["nvidia-fabric-manager"]
+        specs = ["nvidia-fabric-manager-3:%s" % version["exact"]] if version["exact"] else list(names)
+        if version["exact"]:
+            plan["versionlock"] = list(plan["versionlock"]) + ["nvidia-fabric-manager-3:%s-*" % version["exact"]]
+    extra = ["nvlsm"] if blackwell else []
+    plan["packages"] = list(plan["packages"]) + specs
+    plan["extra_packages"] = list(plan["extra_packages"]) + extra
+    plan["package_names"] = list(plan["package_names"]) + names
+    if version["exact"] and plan["os_family"] == "Debian":
+        plan["hold"] = list(plan["hold"]) + names
+    plan["fabric_manager"] = {
+        "packages": names + extra, "service": FABRIC_MANAGER_SERVICE,
+        "modules_load": {"path": MODULES_LOAD_FILE, "content": "# %s\nib_umad\n" % HEADER} if blackwell else None,
+        "nvswitch_count": int(gpu["nvswitch_count"]),
+    }
 
 
 def modprobe_options(params):
@@ -246,6 +287,10 @@ def driver_plan(inputs):
                                       values["nvidia_driver_version"], loaded or "it"))
             return plan
 
+    _fabric_manager(plan, gpu, version, values, distro)
+    if plan["errors"]:
+        return plan
+
     sb = secure_boot_state(inputs.get("mokutil_rc"), inputs.get("mokutil_out"))
     plan["secure_boot"] = sb
     plan["sign_modules"] = sb == "enabled" and bool(values["nvidia_driver_mok_key"])
@@ -256,7 +301,33 @@ def driver_plan(inputs):
 
     plan["module_state"] = ("not loaded: running in a container, which shares the host's kernel"
                             if plan["in_container"] else "loaded by the role")
+    # What is really pinned/held on the host: nothing when nothing is installed (a preinstalled
+    # driver that satisfies the request is left alone, no pin file, no hold, no versionlock).
+    pins = plan["install"] and bool(plan.get("pin_file") or plan.get("versionlock") or plan.get("module_stream"))
+    plan["pinned_to"] = plan["version_glob"] if pins else None
+    plan["held"] = list(plan.get("hold") or []) + list(plan.get("versionlock") or []) if plan["install"] else []
     return plan
+
+
+def container_verdict(engine, pid2_comm):
+    """Whether the role runs in a container, i.e. without a kernel of its own.
+
+    ``engine``: what systemd-detect-virt --container or the engines' marker files (/run/.containerenv,
+    /.dockerenv) said ("none" when nothing); ``pid2_comm``: /proc/2/comm. Marker files are weak: a VM
+    built from a container image (Firecracker, Kata) keeps /.dockerenv, and systemd-detect-virt reports
+    "docker" from it. PID 2 is kthreadd in the initial PID namespace of every Linux kernel, which a
+    machine with its own kernel (bare metal or VM) sees and a container (own PID namespace) does not.
+    """
+    engine = (engine or "none").strip() or "none"
+    pid2 = (pid2_comm or "").strip()
+    if engine == "none":
+        return {"container": "none", "in_container": False, "evidence": "no container engine marker"}
+    if pid2 == "kthreadd":
+        return {"container": "none", "in_container": False,
+                "evidence": "marker says %s, but the kernel's own threads are visible (PID 2 is kthreadd): a "
+                            "machine with its own kernel (e.g. a VM built from a container image)" % engine}
+    return {"container": engine, "in_container": True,
+            "evidence": "%s, and the kernel's threads are hidden (PID 2 is %s)" % (engine, pid2 or "not readable")}
 
 
 def reboot_decision(in_container, loaded_version, installed_version, nouveau_loaded, allow_reboot, is_controller):
@@ -280,3 +351,54 @@ def reboot_decision(in_container, loaded_version, installed_version, nouveau_loa
                            "; ".join(reasons)}
     return {"required": True, "reboot": True, "reasons": reasons,
             "message": "rebooting: %s" % "; ".join(reasons)}
+
+
+# Kernel metapackages: what brings a new kernel on apt hosts (linux-image-amd64, linux-image-cloud-amd64,
+# linux-image-generic, linux-image-aws, linux-generic, linux-aws, linux-generic-hwe-24.04, ...).
+# Versioned packages (linux-image-6.1.0-40-amd64) never get upgraded in place, so holding them does nothing.
+_APT_KERNEL_META = re.compile(r"^linux-(?:image|headers)-(?![0-9])[a-z0-9.+-]+$")
+_APT_KERNEL_TOP_META = re.compile(r"^linux-(?:generic|virtual|lowlatency|aws|gcp|gke|azure|oracle|kvm|ibm|nvidia)"
+                                  r"(?:-hwe-[0-9.]+)?$")
+
+
+def apt_kernel_plan(dpkg_lines, kernel, hold):
+    """Headers to install and packages to hold on an apt host so DKMS can build for the next kernel.
+
+    ``dpkg_lines``: ``dpkg-query -W -f '${binary:Package} ${db:Status-Abbrev}\\n' 'linux-*'`` output.
+    Headers: the running kernel's, plus the headers metapackage of every installed image
+    metapackage (linux-image-amd64 -> linux-headers-amd64), so that the kernel an upgrade brings
+    comes with its headers and DKMS builds the module for it before the reboot. Hold (when asked):
+    the metapackages, which are what bring new kernels.
+    """
+    installed = []
+    for line in (dpkg_lines or "").splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[1][1:2] == "i":   # ii, hi: installed
+            installed.append(fields[0].split(":", 1)[0])
+    image_metas = sorted(n for n in installed if _APT_KERNEL_META.match(n) and n.startswith("linux-image-"))
+    headers = ["linux-headers-%s" % kernel] + [n.replace("linux-image-", "linux-headers-", 1) for n in image_metas]
+    metas = sorted(set(n for n in installed if _APT_KERNEL_META.match(n) or _APT_KERNEL_TOP_META.match(n))
+                   | set(headers[1:]))
+    # Holds are never released here: a hold the user set on a metapackage is theirs.
+    return {"headers": headers, "hold": metas if hold else [], "metapackages": metas}
+
+
+def enabled_module_stream(output, name="nvidia-driver"):
+    """The enabled stream of module ``name`` from ``dnf module list --enabled NAME`` (None: none enabled).
+
+    dnf prints a table ("nvidia-driver  580-dkms [e]  default, ...") with [e] after enabled streams.
+    """
+    for line in (output or "").splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and fields[0] == name and "[e]" in fields[2:4]:
+            return "%s:%s" % (name, fields[1])
+    return None
+
+
+def module_stream_switch(output, wanted):
+    """Whether the enabled stream must be switched (``dnf module switch-to WANTED --allowerasing``):
+    another stream of the same module is enabled. None wanted or none enabled: no switch."""
+    if not wanted:
+        return False
+    current = enabled_module_stream(output, wanted.split(":", 1)[0])
+    return current is not None and current != wanted

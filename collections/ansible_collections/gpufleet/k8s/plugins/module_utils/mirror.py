@@ -33,6 +33,7 @@ import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node_prep import DEFAULT_PACKAGES as NODE_PREP_PACKAGES
 from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import (
     CHARTS, IMAGES, OLM_PACKAGES, OPERATOR_REPOSITORIES, REGISTRY_PREFIX, images as image_table, with_prefix)
 
@@ -92,7 +93,8 @@ NODE_DEFAULTS = {
     "nvidia_container_toolkit_repo_key_url": TOOLKIT_KEY,
     "gpu_node_prep_packages": [],
     "gpu_node_prep_extra_packages": [],
-    "gpu_node_prep_default_packages": ["pciutils", "kmod", "gnupg", "initramfs-tools"],
+    # the gpu_node_prep role's own list (module_utils/node_prep.py)
+    "gpu_node_prep_default_packages": list(NODE_PREP_PACKAGES["Debian"]),
     "gpu_pools_examples": True,
     "gpu_pools_example_image": "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
     "gpu_validate_smoke_image": "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",

@@ -141,6 +141,31 @@ def parse_systemctl_show(output):
     return services
 
 
+NO_SERVICE_MANAGER = "unknown (no service manager)"
+# What systemctl prints when systemd is installed but is not the running init (PID 1).
+_NOT_BOOTED = ("not been booted with systemd", "failed to connect to bus", "systemd as init system")
+
+
+def service_manager_running(sys_root="/"):
+    """Whether systemd is the running service manager: sd_booted()'s test, /run/systemd/system exists."""
+    return os.path.isdir(os.path.join(sys_root, "run", "systemd", "system"))
+
+
+def services_state(services, run, sys_root="/"):
+    """{unit: 'UnitFileState ActiveState'}; every unit is NO_SERVICE_MANAGER on a host where systemd
+    does not run (no systemctl, or systemd installed but not PID 1): an answer, not a failure.
+    A systemctl that fails while systemd does run is an error (it would hide drift)."""
+    no_manager = dict((unit, NO_SERVICE_MANAGER) for unit in services)
+    if not service_manager_running(sys_root):
+        return no_manager
+    rc, out, err = run(["systemctl", "show", "-p", "Id", "-p", "UnitFileState", "-p", "ActiveState"] + list(services))
+    if rc == 127 or (rc != 0 and any(text in (err or out).lower() for text in _NOT_BOOTED)):
+        return no_manager
+    if rc != 0:
+        raise GpufleetError("systemctl show failed: %s" % (err or out).strip())
+    return parse_systemctl_show(out)
+
+
 def fingerprint(watch, run, sys_root="/"):
     """The host's current state for ``watch``. ``run(argv)`` returns (rc, stdout, stderr)."""
     state = {"paths": fingerprint_paths(watch["paths"]), "packages": {}, "services": {}}
@@ -155,10 +180,7 @@ def fingerprint(watch, run, sys_root="/"):
                 raise GpufleetError("neither dpkg-query nor rpm could list the watched packages: %s" % (err or out).strip())
             state["packages"] = parse_rpm(out, watch["packages"])
     if watch["services"]:
-        rc, out, err = run(["systemctl", "show", "-p", "Id", "-p", "UnitFileState", "-p", "ActiveState"] + watch["services"])
-        if rc != 0:
-            raise GpufleetError("systemctl show failed: %s" % (err or out).strip())
-        state["services"] = parse_systemctl_show(out)
+        state["services"] = services_state(watch["services"], run, sys_root)
     state["kernel"] = os.uname()[2]
     module_dir = os.path.join(sys_root, "sys", "module")
     modules = {}

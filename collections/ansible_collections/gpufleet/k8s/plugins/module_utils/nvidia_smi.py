@@ -162,10 +162,26 @@ def _mig_device(node):
     }
 
 
+# Where each power value lives, newest format first. DTD v13 (R580; also late R5xx) has
+# gpu_power_readings/{instant,average}_power_draw and no power_draw element; v12 (R530+) has
+# gpu_power_readings/power_draw; v11 and older power_readings/power_draw.
+_POWER_PATHS = {
+    "draw": ("gpu_power_readings/instant_power_draw", "gpu_power_readings/power_draw", "power_readings/power_draw"),
+    "draw_average": ("gpu_power_readings/average_power_draw", "power_readings/average_power_draw"),
+    "limit": ("gpu_power_readings/current_power_limit", "power_readings/current_power_limit",
+              "gpu_power_readings/power_limit", "power_readings/power_limit"),
+    "limit_default": ("gpu_power_readings/default_power_limit", "power_readings/default_power_limit"),
+    "limit_min": ("gpu_power_readings/min_power_limit", "power_readings/min_power_limit"),
+    "limit_max": ("gpu_power_readings/max_power_limit", "power_readings/max_power_limit"),
+    "memory_draw_average": ("gpu_memory_power_readings/average_power_draw",),
+    "module_draw": ("module_power_readings/instant_power_draw", "module_power_readings/power_draw"),
+}
+
+
 def _power(gpu, field):
-    # DTD v12 (R530+) has gpu_power_readings; earlier drivers have power_readings.
-    for section in ("gpu_power_readings", "power_readings"):
-        value = _number(gpu, "%s/%s" % (section, field), "W")
+    """The first available value among the paths of ``field`` (watts), None when none is."""
+    for path in _POWER_PATHS[field]:
+        value = _number(gpu, path, "W")
         if value is not None:
             return value
     return None
@@ -182,11 +198,20 @@ def _gpu(index, gpu):
         "minor_number": _int_or_none(_text(gpu, "minor_number")),
         "uuid": _text(gpu, "uuid"),
         "name": _text(gpu, "product_name"),
+        "brand": _text(gpu, "product_brand"),
         "pci_bus_id": _text(gpu, "pci/pci_bus_id") or gpu.get("id"),
         "pci_device_id": "0x%04x" % device_id if device_id is not None else None,
         "architecture": arch,
         "architecture_source": arch_source,
+        "vbios_version": _text(gpu, "vbios_version"),
+        "virtualization_mode": _text(gpu, "gpu_virtualization_mode/virtualization_mode"),
+        "compute_mode": _text(gpu, "compute_mode"),
         "memory_total_mib": _number(gpu, "fb_memory_usage/total", "MiB"),
+        "memory_reserved_mib": _number(gpu, "fb_memory_usage/reserved", "MiB"),
+        "memory_used_mib": _number(gpu, "fb_memory_usage/used", "MiB"),
+        "memory_free_mib": _number(gpu, "fb_memory_usage/free", "MiB"),
+        "utilization_gpu_pct": _number(gpu, "utilization/gpu_util", "%"),
+        "utilization_memory_pct": _number(gpu, "utilization/memory_util", "%"),
         "mig_mode_current": _text(gpu, "mig_mode/current_mig"),
         "mig_mode_pending": _text(gpu, "mig_mode/pending_mig"),
         "mig_devices": [_mig_device(node) for node in mig_nodes],
@@ -194,8 +219,16 @@ def _gpu(index, gpu):
         "ecc_mode_current": _text(gpu, "ecc_mode/current_ecc"),
         "ecc_mode_pending": _text(gpu, "ecc_mode/pending_ecc"),
         "temperature_c": _number(gpu, "temperature/gpu_temp", "C"),
-        "power_draw_w": _power(gpu, "power_draw"),
-        "power_limit_w": _power(gpu, "current_power_limit") or _power(gpu, "power_limit"),
+        "memory_temperature_c": _number(gpu, "temperature/memory_temp", "C"),
+        "power_state": _text(gpu, "gpu_power_readings/power_state") or _text(gpu, "power_readings/power_state"),
+        "power_draw_w": _power(gpu, "draw"),
+        "power_draw_average_w": _power(gpu, "draw_average"),
+        "power_limit_w": _power(gpu, "limit"),
+        "power_limit_default_w": _power(gpu, "limit_default"),
+        "power_limit_min_w": _power(gpu, "limit_min"),
+        "power_limit_max_w": _power(gpu, "limit_max"),
+        "memory_power_draw_average_w": _power(gpu, "memory_draw_average"),
+        "module_power_draw_w": _power(gpu, "module_draw"),
     }
 
 
@@ -268,6 +301,26 @@ def scan_pci(devices_dir="/sys/bus/pci/devices"):
     return found
 
 
+def scan_nvswitches(devices_dir="/sys/bus/pci/devices"):
+    """NVIDIA NVSwitch bridges on the PCI bus (vendor 0x10de, class 0x0680 "other bridge"): HGX/DGX
+    boards whose GPUs talk over NVSwitch need Fabric Manager, else CUDA fails with error 802."""
+    found = []
+    try:
+        names = sorted(os.listdir(devices_dir))
+    except OSError:
+        return found
+    for name in names:
+        base = os.path.join(devices_dir, name)
+        if _int_or_none(_read(os.path.join(base, "vendor"))) != NVIDIA_VENDOR_ID:
+            continue
+        pci_class = _int_or_none(_read(os.path.join(base, "class")))
+        device = _int_or_none(_read(os.path.join(base, "device")))
+        if pci_class is None or device is None or (pci_class >> 8) != 0x0680:
+            continue
+        found.append({"pci_bus_id": name, "pci_device_id": "0x%04x" % device})
+    return found
+
+
 def loaded_modules(module_dir="/sys/module"):
     """The nvidia module's loaded version (None when not loaded) and whether nouveau is loaded."""
     nvidia_dir = os.path.join(module_dir, "nvidia")
@@ -286,7 +339,10 @@ def gpu_info(run_smi, devices_dir="/sys/bus/pci/devices", module_dir="/sys/modul
     architecture even where nvidia-smi cannot run.
     """
     pci_gpus = scan_pci(devices_dir)
+    nvswitches = scan_nvswitches(devices_dir)
     result = {
+        "nvswitches": nvswitches,
+        "nvswitch_count": len(nvswitches),
         "driver_loaded": False,
         "source": "pci",
         "nvidia_smi_found": True,

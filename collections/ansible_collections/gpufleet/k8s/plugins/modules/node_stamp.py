@@ -55,7 +55,11 @@ options:
         elements: str
         default: []
       services:
-        description: systemd units whose enabled and active states count.
+        description:
+          - systemd units whose enabled and active states count.
+          - On a host where systemd is not the running init (no C(/run/systemd/system), no C(systemctl),
+            or systemd installed but not PID 1) each unit is C(unknown (no service manager)), which is an answer
+            and not a failure.
         type: list
         elements: str
         default: []

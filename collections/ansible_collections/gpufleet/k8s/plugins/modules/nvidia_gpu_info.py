@@ -130,8 +130,28 @@ gpus:
     ecc_mode_current: {description: Current ECC mode, type: str}
     ecc_mode_pending: {description: ECC mode after the next reboot, type: str}
     temperature_c: {description: GPU temperature in Celsius, type: int}
-    power_draw_w: {description: Power draw in watts, type: float}
+    brand: {description: Product brand, type: str}
+    vbios_version: {description: VBIOS version, type: str}
+    virtualization_mode: {description: "Virtualization mode (C(Pass-Through), C(VGPU), ...), null on bare metal", type: str}
+    compute_mode: {description: Compute mode, type: str}
+    memory_reserved_mib: {description: Reserved framebuffer memory in MiB, type: int}
+    memory_used_mib: {description: Used framebuffer memory in MiB, type: int}
+    memory_free_mib: {description: Free framebuffer memory in MiB, type: int}
+    utilization_gpu_pct: {description: GPU utilization in percent, type: int}
+    utilization_memory_pct: {description: Memory utilization in percent, type: int}
+    memory_temperature_c: {description: HBM temperature in Celsius, type: int}
+    power_state: {description: Performance state (P0-P12), type: str}
+    power_draw_w:
+      description:
+        - Instant power draw in watts (R580's C(gpu_power_readings/instant_power_draw); C(power_draw) on older drivers).
+      type: float
+    power_draw_average_w: {description: Average power draw in watts (DTD v13), type: float}
     power_limit_w: {description: Current power limit in watts, type: float}
+    power_limit_default_w: {description: Default power limit in watts, type: float}
+    power_limit_min_w: {description: Lowest settable power limit in watts, type: float}
+    power_limit_max_w: {description: Highest settable power limit in watts, type: float}
+    memory_power_draw_average_w: {description: Average memory power draw in watts (C(gpu_memory_power_readings)), type: float}
+    module_power_draw_w: {description: Module (board + CPU on superchips) power draw in watts, type: float}
 pci_gpus:
   description: NVIDIA display and 3D controllers on the PCI bus (no driver needed).
   returned: always
@@ -146,6 +166,18 @@ pci_gpus:
     architecture_source: {description: "C(table), C(range) or C(unknown)", type: str}
     grace_hopper: {description: Whether this is a Grace Hopper superchip GPU, type: bool}
     kernel_driver: {description: Kernel driver bound to the device (nvidia, nouveau) or null, type: str}
+nvswitches:
+  description: NVIDIA NVSwitch bridges on the PCI bus (class C(0x0680)); their GPUs need Fabric Manager.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pci_bus_id: {description: PCI address, type: str}
+    pci_device_id: {description: PCI device ID, type: str, sample: "0x22a3"}
+nvswitch_count:
+  description: Number of entries in RV(nvswitches).
+  returned: always
+  type: int
 pci_gpu_count:
   description: Number of entries in RV(pci_gpus).
   returned: always

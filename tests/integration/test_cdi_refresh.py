@@ -1,0 +1,94 @@
+"""The CDI spec is generated again when the driver version changes (issue 15 item 8).
+
+Real: the role's CDI tasks (roles/nvidia_container_toolkit/tasks/cdi.yml) over the podman
+connection in a Debian 12 container, dpkg. STAND-INS (no GPU, NVIDIA's repository unreachable): the
+toolkit packages from molecule/nvidia_container_toolkit/files/build-standin-repo.sh (their nvidia-ctk
+writes a small spec), an nvidia-smi script, and the driver's library as an empty
+libnvidia-ml.so.<version> file, which is what the role reads the installed driver version from.
+"""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from systemd_node import DEBIAN12, podman, remove, standin_toolkit_repo
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+NODE = "gpufleet-i15-cdi"
+SPEC = "/etc/cdi/nvidia.yaml"
+RECORD = "/var/lib/gpufleet/cdi-nvidia-driver-version"
+LIB = "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so."
+
+
+def sh(cmd, check=True):
+    return podman("exec", NODE, "sh", "-c", cmd, check=check)
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    work = tmp_path_factory.mktemp("cdi")
+    repo = standin_toolkit_repo(work / "repo")
+    remove(NODE)
+    podman("run", "-d", "--name", NODE, DEBIAN12, "sleep", "infinity")
+    podman("cp", repo, NODE + ":/srv/repo")
+    sh("dpkg -i /srv/repo/*_1.17.8-1_amd64.deb >/dev/null"
+       " && printf '#!/bin/sh\\necho stand-in nvidia-smi\\n' > /usr/local/bin/nvidia-smi && chmod 755 /usr/local/bin/nvidia-smi"
+       " && touch %s535.261.03" % LIB)
+    inv = work / "hosts.yml"
+    inv.write_text("all:\n  hosts:\n    %s:\n      ansible_connection: containers.podman.podman\n"
+                   "      ansible_python_interpreter: /usr/bin/python3\n" % NODE)
+    playbook = work / "cdi.yml"
+    playbook.write_text("""- name: CDI tasks of the toolkit role
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Generate the CDI spec
+      ansible.builtin.include_role:
+        name: nvidia_container_toolkit
+        tasks_from: cdi.yml
+""")
+    yield {"inventory": str(inv), "playbook": str(playbook)}
+    remove(NODE)
+
+
+def play(node, *args):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"),
+               PATH=BIN + os.pathsep + os.environ["PATH"])
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", node["inventory"], node["playbook"]] + list(args),
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    out = re.sub(r"\s+", " ", proc.stdout + proc.stderr)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    match = re.search(r"%s : ok=\d+ changed=(\d+) unreachable=0 failed=0" % NODE, out)
+    assert match, out[-3000:]
+    return int(match.group(1)), out
+
+
+def test_generated_once_then_again_only_when_the_driver_version_changes(node):
+    changed, out = play(node)
+    assert changed == 3 and "Generate the CDI specification of the GPUs (driver 535.261.03)" in out
+    assert "cdiVersion" in sh("cat " + SPEC).stdout
+    assert sh("cat " + RECORD).stdout == "535.261.03\n"
+    assert play(node)[0] == 0
+
+    # the driver moves to 580: the spec (marked here to see it replaced) is generated again
+    sh("echo '# stale spec of driver 535' > %s && rm %s535.261.03 && touch %s580.159.04" % (SPEC, LIB, LIB))
+    before = sh("cat %s %s" % (SPEC, RECORD)).stdout
+    changed, out = play(node, "--check", "--diff")
+    assert changed == 1 and sh("cat %s %s" % (SPEC, RECORD)).stdout == before   # check mode: reported, not done
+    assert "would be generated for driver 580.159.04 (last generated for: 535.261.03)" in out
+    changed, out = play(node)
+    assert changed == 2 and "(driver 580.159.04)" in out
+    assert "stale spec" not in sh("cat " + SPEC).stdout and "cdiVersion" in sh("cat " + SPEC).stdout
+    assert sh("cat " + RECORD).stdout == "580.159.04\n"
+    assert play(node)[0] == 0
+
+
+def test_no_driver_no_spec(node):
+    sh("rm -f /usr/local/bin/nvidia-smi %s %s" % (SPEC, RECORD))
+    changed, _out = play(node)
+    assert changed == 0
+    assert sh("test -e " + SPEC, check=False).returncode != 0

@@ -1,0 +1,136 @@
+"""The node stage on hosts without systemd as PID 1, and the container/VM verdict (issue 15).
+
+Real parts: a Debian 12 podman container whose PID 1 is `sleep infinity` (systemd is installed in
+the image but not running: systemctl answers "System has not been booted with systemd"), reached
+with the podman connection; Debian's real apt; the real probe script of the nvidia_driver role,
+run on this machine and inside the container.
+
+This machine is itself a Firecracker VM with its own kernel whose root file system came from a
+container image: /.dockerenv exists and systemd-detect-virt says "docker", like the H200 VM of
+issue 15. No GPU here: the GPU side of that VM is covered by the recorded nvidia-smi XML
+(tests/fixtures/nvidia-smi/h200-580-recorded.xml).
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.gpufleet.k8s.plugins.filter.nvidia_driver import nvidia_driver_container
+from systemd_node import DEBIAN12, podman, remove, standin_toolkit_repo
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+NODE = "gpufleet-i15-nosystemd"
+PROBE = os.path.join(ROOT, "roles", "nvidia_driver", "files", "probe.sh")
+# Everything the stage could change: files under /etc and /var/lib/gpufleet, and the package database.
+SNAPSHOT = ("find /etc /var/lib/gpufleet -xdev \\( -type f -o -type l \\) 2>/dev/null | sort | xargs -r sha256sum 2>/dev/null;"
+            " dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\\n'")
+
+
+def sh(cmd, check=True):
+    return podman("exec", NODE, "sh", "-c", cmd, check=check)
+
+
+def probe_kv(text):
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("marker="))
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    work = tmp_path_factory.mktemp("nosystemd")
+    repo = standin_toolkit_repo(work / "repo")
+    remove(NODE)
+    podman("run", "-d", "--name", NODE, "--hostname", NODE, DEBIAN12, "sleep", "infinity")
+    # A node that already has package lists and its container runtime, as real nodes do.
+    sh("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends"
+       " containerd >/dev/null")
+    podman("cp", repo, NODE + ":/srv/repo")
+    inv = work / "hosts.yml"
+    inv.write_text("""all:
+  vars:
+    ansible_python_interpreter: /usr/bin/python3
+    nvidia_driver_version: "535.261.03"
+    nvidia_driver_source: distribution
+    nvidia_driver_flavour: proprietary
+    gpufleet_allow_eol_driver: true
+    nvidia_container_toolkit_repo_url: file:/srv/repo
+    nvidia_container_toolkit_repo_suite: ./
+    nvidia_container_toolkit_repo_trusted: true
+    nvidia_container_toolkit_repo_key_url: ""
+    gpufleet_platform: kubeadm
+    gpufleet_cluster_name: nosystemd
+    gpufleet_apply: true
+    gpufleet_gpu_pools: [{name: infer-t4, gpu_type: t4, node_group: gpu_nodes}]
+  children:
+    gpu_nodes:
+      hosts:
+        %s:
+          ansible_connection: containers.podman.podman
+""" % NODE)
+    yield {"inventory": str(inv)}
+    remove(NODE)
+
+
+def env():
+    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"),
+                PATH=BIN + os.pathsep + os.environ["PATH"])
+
+
+def test_the_container_really_has_no_systemd_as_pid1(node):
+    assert sh("cat /proc/1/comm").stdout.strip() == "sleep"
+    assert sh("test -d /run/systemd/system", check=False).returncode != 0
+    out = sh("systemctl show -p Id containerd.service 2>&1", check=False).stdout
+    assert "not been booted with systemd" in out
+
+
+def test_node_stamp_answers_no_service_manager(node):
+    """Issue 15 item 1: state=present then state=check on the real host, no module failure."""
+    args = {"path": "/tmp/stamp.json", "inputs": "sha256:x",
+            "watch": {"paths": ["/etc/apt"], "packages": ["containerd*"],
+                      "services": ["containerd.service", "nvidia-persistenced.service"]}}
+    for state in ("present", "check"):
+        proc = subprocess.run([os.path.join(BIN, "ansible"), NODE, "-i", node["inventory"], "-m", "gpufleet.k8s.node_stamp",
+                               "-a", json.dumps(dict(args, state=state))],
+                              cwd=ROOT, env=dict(env(), ANSIBLE_CALLBACK_RESULT_FORMAT="json"),
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    result = json.loads(proc.stdout[proc.stdout.index("{"):])
+    assert (result["converged"], result["reasons"]) == (True, [])
+    stamp = json.loads(sh("cat /tmp/stamp.json").stdout)
+    assert stamp["state"]["services"] == {"containerd.service": "unknown (no service manager)",
+                                          "nvidia-persistenced.service": "unknown (no service manager)"}
+    assert "containerd" in stamp["state"]["packages"]
+
+
+def test_probe_tells_a_vm_built_from_an_image_from_a_container(node):
+    """Issue 15 item 2: the same probe on this VM (own kernel) and inside the podman container."""
+    script = open(PROBE).read()
+    host = probe_kv(subprocess.run(["sh", "-c", script], capture_output=True, text=True).stdout)
+    inside = probe_kv(sh(script).stdout)
+    here = nvidia_driver_container(host)
+    assert here["in_container"] is False, (host, here)
+    if host.get("container", "none") != "none":     # this machine: /.dockerenv, systemd-detect-virt "docker"
+        assert "kernel's own threads are visible" in here["evidence"]
+    there = nvidia_driver_container(inside)
+    assert (there["in_container"], there["container"]) == (True, "podman"), (inside, there)
+
+
+def test_nodes_yml_runs_to_the_end_in_check_mode_and_changes_nothing(node):
+    """Acceptance of issue 15: nodes.yml --check --diff to the end on a Debian host without systemd as PID 1."""
+    before = sh(SNAPSHOT).stdout
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), os.path.join(ROOT, "playbooks", "nodes.yml"),
+                           "-i", node["inventory"], "--check", "--diff"],
+                          cwd=ROOT, env=env(), capture_output=True, text=True, timeout=900)
+    out = re.sub(r"\s+", " ", proc.stdout + proc.stderr)
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
+    match = re.search(r"%s : ok=(\d+) changed=(\d+) unreachable=0 failed=(\d+)" % NODE, out)
+    assert match and match.group(3) == "0", out[-3000:]
+    # the last task (the stamp) ran: the play was not cut short
+    assert "TASK [Record the converged state of this host (none while a reboot is pending)]" in proc.stdout
+    assert "containerd: not restarted, this host has no running service manager (PID 1 is sleep" in out
+    assert '"in_container": true' in out and '"pinned_to": "535.261.03-*"' in out
+    assert sh(SNAPSHOT).stdout == before, "check mode changed the host"

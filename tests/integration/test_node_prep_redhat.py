@@ -1,0 +1,120 @@
+"""gpu_node_prep on the RedHat family with the real rpm and dnf against STAND-IN repositories (issue 15).
+
+What is real: Debian's rpm 4.18 and dnf 4.14 (python3-dnf, dnf-plugins-core), rpmbuild and
+createrepo_c, Ansible's ansible.builtin.dnf and community.general.dnf_config_manager modules, the
+role itself. What is a STAND-IN: the host is a Debian 12 container whose /etc/os-release and
+/etc/redhat-release name Rocky Linux 9.4 (no RHEL-family image can be obtained here), and the
+BaseOS, CRB and EPEL repositories are built by tests/standin/build-el-standin-repos.sh with the
+real package names and stand-in contents (dracut is a script that logs its arguments).
+
+Checked: EPEL installed and CRB enabled, base packages installed from the repositories, nouveau
+blacklisted and dracut run once through the handler, check mode changes nothing, the second run
+reports changed=0.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from systemd_node import DEBIAN12, podman, remove
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+NODE = "gpufleet-i15-rocky-standin"
+OS_RELEASE = """NAME="Rocky Linux"
+VERSION="9.4 (Blue Onyx)"
+ID="rocky"
+ID_LIKE="rhel centos fedora"
+VERSION_ID="9.4"
+PLATFORM_ID="platform:el9"
+PRETTY_NAME="Rocky Linux 9.4 (Blue Onyx) - gpufleet STAND-IN on a Debian userland"
+"""
+ROCKY_REPO = """[baseos]
+name=Rocky 9 BaseOS (gpufleet stand-in)
+baseurl=file:///srv/rpm/baseos
+enabled=1
+gpgcheck=0
+
+[crb]
+name=Rocky 9 CRB (gpufleet stand-in)
+baseurl=file:///srv/rpm/crb
+enabled=0
+gpgcheck=0
+"""
+STATE = ("rpm -qa | sort; dnf -q repolist --all 2>/dev/null | sort; cat /var/log/gpufleet-standin-dracut.log 2>/dev/null;"
+         " find /etc -xdev -type f 2>/dev/null | sort | xargs -r sha256sum")
+
+
+def sh(cmd, check=True):
+    return podman("exec", NODE, "sh", "-c", cmd, check=check)
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    work = tmp_path_factory.mktemp("rocky")
+    remove(NODE)
+    podman("run", "-d", "--name", NODE, "--hostname", NODE, DEBIAN12, "sleep", "infinity")
+    sh("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends"
+       " dnf rpm createrepo-c python3-dnf dnf-plugins-core file >/dev/null 2>&1")
+    podman("cp", os.path.join(ROOT, "tests", "standin", "build-el-standin-repos.sh"), NODE + ":/usr/local/bin/")
+    sh("build-el-standin-repos.sh /srv/rpm")
+    sh("cat > /etc/os-release <<'EOF'\n%sEOF\necho 'Rocky Linux release 9.4 (Blue Onyx)' > /etc/redhat-release;"
+       " mkdir -p /etc/yum.repos.d /etc/dnf/vars && echo 9 > /etc/dnf/vars/releasever;"
+       " cat > /etc/yum.repos.d/rocky.repo <<'EOF'\n%sEOF\n" % (OS_RELEASE, ROCKY_REPO))
+    inv = work / "hosts.yml"
+    inv.write_text("all:\n  hosts:\n    %s:\n      ansible_connection: containers.podman.podman\n"
+                   "      ansible_python_interpreter: /usr/bin/python3\n" % NODE)
+    playbook = work / "prep.yml"
+    playbook.write_text("- name: Prepare the node\n  hosts: all\n  gather_facts: false\n  roles: [gpu_node_prep]\n")
+    yield {"inventory": str(inv), "playbook": str(playbook)}
+    remove(NODE)
+
+
+def play(node, *args):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"),
+               PATH=BIN + os.pathsep + os.environ["PATH"])
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", node["inventory"], node["playbook"]] + list(args),
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    out = re.sub(r"\s+", " ", proc.stdout + proc.stderr)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    match = re.search(r"%s : ok=(\d+) changed=(\d+) unreachable=0 failed=0" % NODE, out)
+    assert match, out[-3000:]
+    return int(match.group(2)), out
+
+
+def test_ansible_sees_a_rocky_9_host(node):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_CALLBACK_RESULT_FORMAT="json")
+    proc = subprocess.run([os.path.join(BIN, "ansible"), NODE, "-i", node["inventory"], "-m", "ansible.builtin.setup",
+                           "-a", "gather_subset=min"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    facts = json.loads(proc.stdout[proc.stdout.index("{"):])["ansible_facts"]
+    assert (facts["ansible_distribution"], facts["ansible_distribution_major_version"], facts["ansible_os_family"]) == (
+        "Rocky", "9", "RedHat")
+
+
+def test_check_mode_reports_changes_and_changes_nothing(node):
+    before = sh(STATE).stdout
+    changed, out = play(node, "--check", "--diff")
+    assert changed >= 3
+    assert "Install the EPEL release package" in out
+    assert sh(STATE).stdout == before
+
+
+def test_epel_crb_packages_blacklist_and_dracut_then_idempotent(node):
+    changed, out = play(node)
+    assert changed >= 5
+    rpms = sh("rpm -qa --qf '%{NAME}\\n' | sort").stdout.split()
+    assert {"epel-release", "dnf-plugins-core", "pciutils", "kmod", "dracut"} <= set(rpms)
+    repos = sh("dnf -q repolist --enabled 2>/dev/null").stdout
+    assert re.search(r"^crb\s", repos, re.M) and re.search(r"^epel\s", repos, re.M), repos
+    # dkms (what NVIDIA's DKMS packages need) is now installable from EPEL
+    assert "dkms" in sh("dnf -q list --available dkms 2>/dev/null").stdout
+    assert sh("cat /etc/modprobe.d/gpufleet-blacklist-nouveau.conf").stdout.splitlines()[1:] == [
+        "blacklist nouveau", "options nouveau modeset=0"]
+    assert sh("cat /var/log/gpufleet-standin-dracut.log").stdout == "dracut --force --regenerate-all\n"
+    changed, _out = play(node)
+    assert changed == 0
+    assert sh("cat /var/log/gpufleet-standin-dracut.log").stdout == "dracut --force --regenerate-all\n"
