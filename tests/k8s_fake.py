@@ -1,0 +1,174 @@
+"""Stand-ins for the parts of a kube-apiserver that gpufleet's Node writes touch.
+
+No API server can run on this machine. These reproduce the documented behaviour that matters here,
+nothing more: JSON merge patch (RFC 7386: null removes a key, a list replaces the whole list) and
+the resourceVersion precondition (a patch carrying metadata.resourceVersion that differs from the
+stored one is refused with 409 Conflict; every write bumps the resourceVersion). Nodes are served
+in the shape the v1.28 API returns them (tests/fixtures/k8s/nodes.json: managedFields, kubelet
+labels, the controller-manager's taints with timeAdded).
+"""
+import copy
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def merge_patch(target, patch):
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+class Store:
+    """Nodes by name, with the write rules above. ``before_patch`` may change a Node to simulate a
+    concurrent writer (e.g. kube-controller-manager adding the cordon taint)."""
+
+    def __init__(self, nodes):
+        self.nodes = {n["metadata"]["name"]: copy.deepcopy(n) for n in nodes}
+        self.requests = []
+        self.before_patch = None
+        self.lock = threading.Lock()
+
+    def bump(self, name):
+        meta = self.nodes[name]["metadata"]
+        meta["resourceVersion"] = str(int(meta.get("resourceVersion") or "0") + 1)
+
+    def patch(self, name, patch):
+        """Returns (status, body)."""
+        with self.lock:
+            if self.before_patch:
+                hook, self.before_patch = self.before_patch, None
+                hook(self)
+            if name not in self.nodes:
+                return 404, status(404, "NotFound", 'nodes "%s" not found' % name)
+            current = self.nodes[name]
+            wanted_rv = (patch.get("metadata") or {}).get("resourceVersion")
+            if wanted_rv is not None and wanted_rv != current["metadata"].get("resourceVersion"):
+                return 409, status(409, "Conflict", 'Operation cannot be fulfilled on nodes "%s": the object has '
+                                   "been modified; please apply your changes to the latest version and try again" % name)
+            new = merge_patch(current, patch)
+            new["metadata"]["resourceVersion"] = current["metadata"].get("resourceVersion")
+            self.nodes[name] = new
+            self.bump(name)
+            return 200, new
+
+
+def status(code, reason, message):
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": reason, "code": code}
+
+
+class FakeNodeApi:
+    """The ``api`` interface of node_ownership.converge over a Store (unit tests)."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def list_nodes(self):
+        self.store.requests.append(("LIST", None))
+        return [copy.deepcopy(n) for n in self.store.nodes.values()]
+
+    def get_node(self, name):
+        self.store.requests.append(("GET", name))
+        return copy.deepcopy(self.store.nodes[name])
+
+    def patch_node(self, name, patch):
+        from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import Conflict
+        self.store.requests.append(("PATCH", name, copy.deepcopy(patch)))
+        code, _body = self.store.patch(name, json.loads(json.dumps(patch)))
+        if code == 409:
+            raise Conflict(name)
+        assert code == 200, _body
+
+
+DISCOVERY = {
+    "/version": {"major": "1", "minor": "28", "gitVersion": "v1.28.15", "platform": "linux/amd64"},
+    "/api": {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []},
+    "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": []},
+    "/api/v1": {"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+        {"name": "nodes", "singularName": "node", "namespaced": False, "kind": "Node",
+         "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+         "shortNames": ["no"]},
+        {"name": "namespaces", "singularName": "namespace", "namespaced": False, "kind": "Namespace",
+         "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["ns"]}]},
+}
+
+
+class FakeApiServer:
+    """A tiny HTTP server on 127.0.0.1 serving discovery and /api/v1/nodes from a Store, recording
+    every request (method, path, content type, body). A stand-in: it is not a kube-apiserver."""
+
+    def __init__(self, nodes):
+        self.store = Store(nodes)
+        store = self.store
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_args):
+                pass
+
+            def _send(self, code, body):
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _record(self, body=None):
+                store.requests.append({"method": self.command, "path": self.path,
+                                       "content_type": self.headers.get("Content-Type"), "body": body})
+
+            def do_GET(self):
+                self._record()
+                path = self.path.split("?")[0]
+                if path in DISCOVERY:
+                    return self._send(200, DISCOVERY[path])
+                if path == "/api/v1/nodes":
+                    with store.lock:
+                        items = [copy.deepcopy(n) for n in store.nodes.values()]
+                    return self._send(200, {"kind": "NodeList", "apiVersion": "v1",
+                                            "metadata": {"resourceVersion": "999"}, "items": items})
+                match = re.match(r"^/api/v1/nodes/([^/]+)$", path)
+                if match and match.group(1) in store.nodes:
+                    return self._send(200, store.nodes[match.group(1)])
+                return self._send(404, status(404, "NotFound", "the server could not find the requested resource"))
+
+            def do_PATCH(self):
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = json.loads(raw or b"null")
+                self._record(body)
+                match = re.match(r"^/api/v1/nodes/([^/?]+)", self.path)
+                if not match:
+                    return self._send(404, status(404, "NotFound", "not found"))
+                if self.headers.get("Content-Type") != "application/merge-patch+json":
+                    return self._send(415, status(415, "UnsupportedMediaType", "stand-in serves merge patch only"))
+                code, out = store.patch(match.group(1), body)
+                return self._send(code, out)
+
+            def _refuse(self):
+                self._record()
+                self._send(405, status(405, "MethodNotAllowed", "stand-in refuses %s" % self.command))
+
+            do_DELETE = do_POST = do_PUT = _refuse
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def writes(self):
+        return [r for r in self.store.requests if isinstance(r, dict) and r["method"] not in ("GET",)]
