@@ -89,7 +89,9 @@ class FakeNodeApi:
 
 
 DISCOVERY = {
-    "/version": {"major": "1", "minor": "28", "gitVersion": "v1.28.15", "platform": "linux/amd64"},
+    "/version": {"major": "1", "minor": "28", "gitVersion": "v1.28.15", "gitCommit": "841856557ef0f6a399096c42635d114d6f2cf7f4",
+                 "gitTreeState": "clean", "buildDate": "2024-10-22T20:28:14Z", "goVersion": "go1.22.8", "compiler": "gc",
+                 "platform": "linux/amd64"},
     "/api": {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []},
     "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": []},
     "/api/v1": {"kind": "APIResourceList", "groupVersion": "v1", "resources": [
@@ -128,6 +130,8 @@ class FakeApiServer:
             def do_GET(self):
                 self._record()
                 path = self.path.split("?")[0]
+                if path != "/" and path.endswith("/"):
+                    path = path[:-1]
                 if path in DISCOVERY:
                     return self._send(200, DISCOVERY[path])
                 if path == "/api/v1/nodes":

@@ -9,6 +9,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils import cluster_access
 from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import plugin_configs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import node_objects, pool_nodes
@@ -41,5 +42,9 @@ class FilterModule(object):
         return {
             "pool_node_objects": pool_node_objects,
             "gpu_pool_nodes": gpu_pool_nodes,
+            "k8s_connection": cluster_access.connection,
+            "helm_connection": cluster_access.helm_connection,
+            "k8s_retired_vars": cluster_access.retired,
+            "helm_problem": cluster_access.helm_problem,
             "device_plugin_configs": plugin_configs,
         }

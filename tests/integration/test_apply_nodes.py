@@ -1,0 +1,163 @@
+"""Apply mode against a cluster, through the real playbooks, the real kubernetes.core modules and
+the real kubernetes Python client.
+
+No kube-apiserver can run here. Two things stand in for it, and the tests say which:
+- a closed port on 127.0.0.1 (nothing listens): the real "unreachable cluster" case;
+- tests/k8s_fake.FakeApiServer, a tiny HTTP server on 127.0.0.1 that serves discovery and
+  /api/v1/nodes with merge-patch + resourceVersion rules and records every request. It is a
+  stand-in, not an API server: it proves what gpufleet sends (no DELETE, no POST, no create of a
+  missing Node, patches with a precondition), not how a real server would store it.
+"""
+import copy
+import json
+import os
+import re
+import socket
+
+import pytest
+
+from k8s_fake import FakeApiServer
+from test_site_render import ROOT, recap, run_site
+
+FIXTURE = os.path.join(ROOT, "tests", "fixtures", "k8s", "nodes.json")
+NODES = json.load(open(FIXTURE))["items"]
+
+
+def closed_port():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # nothing listens there any more
+    return port
+
+
+def flat(out):
+    return re.sub(r"\s+", " ", out)
+
+
+def inventory(tmp_path, hosts):
+    """The example cluster's pools; ``hosts`` {host: Node name or None} all in the train pool."""
+    inv = tmp_path / "inv"
+    (inv / "group_vars" / "all").mkdir(parents=True, exist_ok=True)
+    src = open(os.path.join(ROOT, "inventories", "example", "group_vars", "all", "gpufleet.yml")).read()
+    (inv / "group_vars" / "all" / "gpufleet.yml").write_text(src)
+    lines = ["all:", "  children:", "    gpufleet_controller:", "      hosts:", "        localhost:",
+             "          ansible_connection: local",
+             "          ansible_python_interpreter: \"{{ ansible_playbook_python }}\"",
+             "    gpu_nodes:", "      children:", "        gpu_pool_train_a100:", "          hosts:"]
+    for host, name in hosts.items():
+        lines.append("            %s:%s" % (host, "" if name is None else " {gpufleet_node_name: %s}" % name))
+    lines += ["        gpu_pool_infer_l4:", "          hosts: {}"]
+    (inv / "hosts.yml").write_text("\n".join(lines) + "\n")
+    return str(inv)
+
+
+def provision(tmp_path, server_url, inv, *extra):
+    return run_site(tmp_path / "build", "-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_host=%s" % server_url,
+                    "-e", "gpufleet_k8s_api_key=stand-in-token", "-e", '{"gpu_pools_examples": false}', *extra,
+                    playbook="playbooks/provision.yml", inventory=inv)
+
+
+@pytest.mark.parametrize("playbook", ["playbooks/provision.yml", "playbooks/cluster.yml", "playbooks/validate.yml"])
+def test_unreachable_cluster_stops_with_a_clear_message_before_anything(tmp_path, playbook):
+    """Real client, real closed port: the stage stops at its first step with what to change."""
+    port = closed_port()
+    build = tmp_path / "example"
+    rc, out = run_site(build, "-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_host=http://127.0.0.1:%d" % port,
+                       "-e", "gpufleet_k8s_api_key=x", playbook=playbook)
+    text = flat(out)
+    assert rc == 2, out[-3000:]
+    assert ("gpufleet cannot reach the Kubernetes cluster (API server http://127.0.0.1:%d): the connection was "
+            "refused" % port) in text, text[-3000:]
+    assert "Nothing was applied" in text and "Set gpufleet_k8s_kubeconfig" in text
+    assert "TASK [gpufleet : Reach the Kubernetes cluster once before anything is applied]" in text
+    assert "Max retries" not in text.split("gpufleet cannot reach")[0]  # no raw urllib3 error first
+    assert not build.exists()  # not even a render: it stopped before the stage's roles ran
+
+
+def test_missing_kubeconfig_names_the_file(tmp_path):
+    rc, out = run_site(tmp_path / "example", "-e", "gpufleet_apply=true",
+                       "-e", "gpufleet_k8s_kubeconfig=%s" % (tmp_path / "nope.yaml"), playbook="playbooks/cluster.yml")
+    text = flat(out)
+    assert rc == 2 and "(kubeconfig %s)" % (tmp_path / "nope.yaml") in text, text[-3000:]
+    assert "Nothing was applied" in text
+
+
+def test_retired_per_role_connection_variable_is_refused(tmp_path):
+    rc, out = run_site(tmp_path / "example", "-e", "k8s_apply_kubeconfig=/root/.kube/config",
+                       playbook="playbooks/cluster.yml")
+    assert rc == 2 and "k8s_apply_kubeconfig: replaced by gpufleet_k8s_kubeconfig" in flat(out), out[-3000:]
+
+
+def test_provision_labels_existing_nodes_keeps_others_taints_and_is_idempotent(tmp_path):
+    inv = inventory(tmp_path, {"a1.example.internal": "gpu-a1", "a2.example.internal": "gpu-a2"})
+    with FakeApiServer(NODES) as api:
+        # check mode with diff: shows each Node change, writes nothing
+        rc, out = provision(tmp_path, api.url, inv, "--check", "--diff")
+        assert rc == 0, out[-4000:]
+        assert api.writes() == []
+        assert "+  - nvidia.com/gpu=present:NoSchedule" in out and "Node/gpu-a1" in out
+        assert "-  gpufleet.io/pool: \"old-pool\"" in out  # gpu-b1: labelled by old gpufleet, not in inventory
+
+        rc, out = provision(tmp_path, api.url, inv)
+        assert rc == 0, out[-4000:]
+        writes = api.writes()
+        assert sorted(w["path"].split("?")[0] for w in writes) == [
+            "/api/v1/nodes/gpu-a1", "/api/v1/nodes/gpu-a2", "/api/v1/nodes/gpu-b1"]
+        assert all(w["method"] == "PATCH" and w["content_type"] == "application/merge-patch+json"
+                   and w["body"]["metadata"]["resourceVersion"] and "fieldManager=gpufleet" in w["path"]
+                   for w in writes), writes
+        a1 = api.store.nodes["gpu-a1"]
+        assert [t["key"] for t in a1["spec"]["taints"]] == ["node.kubernetes.io/unschedulable", "nvidia.com/gpu"]
+        assert a1["metadata"]["labels"]["gpufleet.io/pool"] == "train-a100"
+        assert a1["metadata"]["labels"]["gpufleet.io/workload"] == "training"
+        assert "gpufleet.io/pool" not in api.store.nodes["gpu-b1"]["metadata"]["labels"]
+        assert sorted(api.store.nodes) == ["cpu-1", "gpu-a1", "gpu-a2", "gpu-b1"]
+
+        before = len(api.store.requests)
+        rc, out = provision(tmp_path, api.url, inv)
+        assert rc == 0 and recap(out)["changed"] == 0, out[-3000:]
+        assert [r for r in api.store.requests[before:] if r["method"] != "GET"] == []
+
+        # the cluster cordons gpu-a2 (kube-controller-manager's taint) - gpufleet's run keeps it
+        api.store.nodes["gpu-a2"]["spec"]["taints"].append(
+            {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule", "timeAdded": "2026-12-01T03:00:00Z"})
+        api.store.bump("gpu-a2")
+        rc, out = provision(tmp_path, api.url, inv)
+        assert rc == 0 and recap(out)["changed"] == 0, out[-3000:]
+
+        # absent: gpufleet's labels and taints go, every Node stays, no DELETE is ever sent
+        rc, out = provision(tmp_path, api.url, inv, "-e", "gpu_pools_state=absent")
+        assert rc == 0, out[-3000:]
+        assert sorted(api.store.nodes) == ["cpu-1", "gpu-a1", "gpu-a2", "gpu-b1"]
+        assert not [r for r in api.store.requests if r["method"] in ("DELETE", "POST", "PUT")]
+        a2 = api.store.nodes["gpu-a2"]
+        assert [t["key"] for t in a2["spec"]["taints"]] == [
+            "node.kubernetes.io/not-ready", "node.kubernetes.io/not-ready", "node.kubernetes.io/unschedulable"]
+        assert not any(k.startswith("gpufleet.io/") for k in a2["metadata"]["labels"])
+        assert "gpufleet.io/owned" not in a2["metadata"]["annotations"]
+
+
+def test_dropped_host_loses_gpufleets_labels(tmp_path):
+    with FakeApiServer(NODES) as api:
+        rc, out = provision(tmp_path, api.url, inventory(tmp_path, {"a1.example.internal": "gpu-a1",
+                                                                    "a2.example.internal": "gpu-a2"}))
+        assert rc == 0, out[-3000:]
+        rc, out = provision(tmp_path, api.url, inventory(tmp_path, {"a1.example.internal": "gpu-a1"}))
+        assert rc == 0, out[-3000:]
+        a2 = api.store.nodes["gpu-a2"]
+        assert "nvidia.com/device-plugin.config" not in a2["metadata"]["labels"]
+        assert "nvidia.com/gpu" not in [t["key"] for t in a2["spec"]["taints"]]
+        assert api.store.nodes["gpu-a1"]["metadata"]["labels"]["nvidia.com/device-plugin.config"] == "train-a100"
+
+
+def test_host_without_a_node_is_refused_by_name_and_nothing_is_written(tmp_path):
+    inv = inventory(tmp_path, {"a1.example.internal": "gpu-a1", "a100-node-09.example.internal": None})
+    with FakeApiServer(NODES) as api:
+        rc, out = provision(tmp_path, api.url, inv)
+        text = flat(out)
+        assert rc == 2, out[-3000:]
+        assert ("host a100-node-09.example.internal: no Node named 'a100-node-09.example.internal' in the cluster"
+                in text), text[-3000:]
+        assert "set gpufleet_node_name on the host" in text
+        assert api.writes() == []
