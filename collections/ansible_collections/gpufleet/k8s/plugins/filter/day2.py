@@ -10,7 +10,7 @@ __metaclass__ = type
 from ansible_collections.gpufleet.k8s.plugins.module_utils.expected import (
     expected_resources, format_table, validate_nodes)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.smoke import (
-    job_result, metrics_job, rollout_failures, smoke_job, smoke_results)
+    exporter_target, job_result, metrics_job, rollout_failures, smoke_job, smoke_results)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.upgrade_plan import failure_note, plan_upgrade
 
 
@@ -22,6 +22,12 @@ def gpu_validation(nodes, pools, smoke=None, metrics=None):
 def upgrade_failure_note(node, step, reason):
     value, instructions = failure_note(node, step, reason)
     return {"annotation": value, "instructions": instructions}
+
+
+def gpu_validate_exporter(plan, values):
+    """[namespace, Service] of the dcgm-exporter to probe, or None (no exporter deployed by gpufleet)."""
+    target = exporter_target(plan, values or {})
+    return list(target) if target else None
 
 
 def gpu_smoke_jobs(pools, platform, image, namespace, timeout, placements=None):
@@ -41,4 +47,5 @@ class FilterModule(object):
             "gpu_job_result": job_result,
             "gpu_smoke_results": smoke_results,
             "gpu_rollout_failures": rollout_failures,
+            "gpu_validate_exporter": gpu_validate_exporter,
         }
