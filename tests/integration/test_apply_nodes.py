@@ -161,3 +161,15 @@ def test_host_without_a_node_is_refused_by_name_and_nothing_is_written(tmp_path)
                 in text), text[-3000:]
         assert "set gpufleet_node_name on the host" in text
         assert api.writes() == []
+
+
+def test_operator_mode_without_helm_stops_before_anything(tmp_path):
+    """The cluster answers (stand-in), helm does not run: the cluster stage stops at its check."""
+    with FakeApiServer(NODES) as api:
+        rc, out = run_site(tmp_path / "example", "-e", "gpufleet_apply=true", "-e", "gpufleet_addons_mode=operator",
+                           "-e", "gpufleet_k8s_host=%s" % api.url, "-e", "gpufleet_k8s_api_key=x",
+                           "-e", "gpufleet_helm_binary=%s" % (tmp_path / "no-helm"), playbook="playbooks/cluster.yml")
+        text = flat(out)
+        assert rc == 2, out[-3000:]
+        assert "the GPU Operator is installed with helm, but '%s' does not run" % (tmp_path / "no-helm") in text, text[-2000:]
+        assert api.writes() == [] and not (tmp_path / "example").exists()

@@ -46,5 +46,6 @@ class FilterModule(object):
             "helm_connection": cluster_access.helm_connection,
             "k8s_retired_vars": cluster_access.retired,
             "helm_problem": cluster_access.helm_problem,
+            "olm_problem": cluster_access.olm_problem,
             "device_plugin_configs": plugin_configs,
         }

@@ -112,3 +112,20 @@ def helm_problem(result, binary):
     return ("gpufleet_addons_mode is operator: the GPU Operator is installed with helm, but %r does not run (%s). "
             "Nothing was applied. Install helm 3 on the controller or set gpufleet_helm_binary to its path."
             % (binary, detail[:200]))
+
+
+# OpenShift preset: OLM installs the GPU Operator and the NFD operator. These CRDs must be served
+# before gpufleet creates the OperatorGroups and Subscriptions.
+OLM_CRDS = ("operatorgroups.operators.coreos.com", "subscriptions.operators.coreos.com")
+# CRDs the OLM-installed operators bring, waited for before their instances are applied.
+OPERATOR_CRDS = ("nodefeaturediscoveries.nfd.openshift.io", "clusterpolicies.nvidia.com")
+
+
+def olm_problem(found):
+    """The message when OLM's CRDs are missing (``found``: names of the CRDs the cluster has)."""
+    missing = [c for c in OLM_CRDS if c not in (found or [])]
+    if not missing:
+        return ""
+    return ("gpu_operator_preset openshift installs the GPU Operator and the NFD operator through OLM, but this cluster "
+            "serves no %s (OLM is not installed). Nothing was applied. Install OLM first, or use a Helm preset "
+            "(gpu_operator_preset: kubeadm, k3s, rke2, ...)." % ", ".join(missing))
