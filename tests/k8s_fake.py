@@ -93,7 +93,12 @@ DISCOVERY = {
                  "gitTreeState": "clean", "buildDate": "2024-10-22T20:28:14Z", "goVersion": "go1.22.8", "compiler": "gc",
                  "platform": "linux/amd64"},
     "/api": {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []},
-    "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": []},
+    "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+        {"name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
+         "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}]},
+    "/apis/apps/v1": {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1", "resources": [
+        {"name": "daemonsets", "singularName": "daemonset", "namespaced": True, "kind": "DaemonSet",
+         "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["ds"]}]},
     "/api/v1": {"kind": "APIResourceList", "groupVersion": "v1", "resources": [
         {"name": "nodes", "singularName": "node", "namespaced": False, "kind": "Node",
          "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
@@ -107,9 +112,10 @@ class FakeApiServer:
     """A tiny HTTP server on 127.0.0.1 serving discovery and /api/v1/nodes from a Store, recording
     every request (method, path, content type, body). A stand-in: it is not a kube-apiserver."""
 
-    def __init__(self, nodes):
+    def __init__(self, nodes, daemonsets=()):
         self.store = Store(nodes)
         store = self.store
+        daemonsets = [copy.deepcopy(d) for d in daemonsets]
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *_args):
@@ -134,6 +140,13 @@ class FakeApiServer:
                     path = path[:-1]
                 if path in DISCOVERY:
                     return self._send(200, DISCOVERY[path])
+                if path == "/apis/apps/v1/daemonsets":
+                    query = self.path.partition("?")[2]
+                    items = [d for d in daemonsets
+                             if "managed-by%3Dgpufleet" not in query and "managed-by=gpufleet" not in query
+                             or (d["metadata"].get("labels") or {}).get("app.kubernetes.io/managed-by") == "gpufleet"]
+                    return self._send(200, {"kind": "DaemonSetList", "apiVersion": "apps/v1",
+                                            "metadata": {"resourceVersion": "999"}, "items": items})
                 if path == "/api/v1/nodes":
                     with store.lock:
                         items = [copy.deepcopy(n) for n in store.nodes.values()]

@@ -173,3 +173,22 @@ def test_operator_mode_without_helm_stops_before_anything(tmp_path):
         assert rc == 2, out[-3000:]
         assert "the GPU Operator is installed with helm, but '%s' does not run" % (tmp_path / "no-helm") in text, text[-2000:]
         assert api.writes() == [] and not (tmp_path / "example").exists()
+
+
+def test_switch_to_operator_refuses_while_standalone_daemonsets_run(tmp_path):
+    """Stand-in serves one gpufleet-labelled device plugin DaemonSet: operator mode must refuse."""
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {
+        "name": "nvidia-device-plugin", "namespace": "nvidia-device-plugin", "resourceVersion": "55",
+        "labels": {"app.kubernetes.io/name": "nvidia-device-plugin", "app.kubernetes.io/managed-by": "gpufleet"}},
+        "spec": {}, "status": {"desiredNumberScheduled": 2, "numberReady": 2}}
+    with FakeApiServer(NODES, daemonsets=[ds]) as api:
+        rc, out = run_site(tmp_path / "example", "-e", "gpufleet_apply=true", "-e", "gpufleet_addons_mode=operator",
+                           "-e", "gpufleet_k8s_host=%s" % api.url, "-e", "gpufleet_k8s_api_key=x",
+                           "-e", "gpufleet_helm_binary=/bin/true", playbook="playbooks/cluster.yml")
+        text = flat(out)
+        assert rc == 2, out[-3000:]
+        assert ("gpufleet_addons_mode is operator, but the standalone add-ons gpufleet deployed still run "
+                "(DaemonSet nvidia-device-plugin/nvidia-device-plugin)") in text, text[-2000:]
+        assert ("-e gpufleet_addons_mode=standalone -e nvidia_device_plugin_state=absent -e dcgm_exporter_state=absent"
+                in text)
+        assert api.writes() == []

@@ -91,3 +91,25 @@ def test_helm_problem():
     assert helm_problem({"rc": 0}, "helm") == ""
     msg = helm_problem({"failed": True, "msg": "[Errno 2] No such file or directory: b'helm'", "rc": 2}, "helm")
     assert "gpufleet_helm_binary" in msg and "No such file" in msg
+
+
+DS = {"metadata": {"name": "nvidia-device-plugin", "namespace": "nvidia-device-plugin"}}
+NFD_DS = {"metadata": {"name": "nfd-worker", "namespace": "node-feature-discovery"}}
+CP = {"metadata": {"name": "gpu-cluster-policy"}}
+
+
+@pytest.mark.parametrize("mode,ds,cp,expect", [
+    ("operator", [], [], ""),
+    ("operator", [DS], [], "still run (DaemonSet nvidia-device-plugin/nvidia-device-plugin)"),
+    ("operator", [DS, NFD_DS], [], "-e nvidia_device_plugin_nfd_enabled=true"),
+    ("standalone", [DS], [], ""),
+    ("standalone", [], [CP], "the GPU Operator runs (ClusterPolicy gpu-cluster-policy)"),
+    ("operator", [], [CP], ""),
+])
+def test_mode_switch_refuses_two_device_plugins(mode, ds, cp, expect):
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.mode_switch import switch_problem
+    got = switch_problem(mode, ds, cp, "inventories/prod")
+    if expect:
+        assert expect in got and "Nothing was applied" in got and "-i inventories/prod" in got
+    else:
+        assert got == ""

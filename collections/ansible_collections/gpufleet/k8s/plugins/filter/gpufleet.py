@@ -12,6 +12,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.k8s.plugins.module_utils import cluster_access
 from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import plugin_configs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.mode_switch import switch_problem
 from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import node_objects, pool_nodes
 
 
@@ -47,5 +48,6 @@ class FilterModule(object):
             "k8s_retired_vars": cluster_access.retired,
             "helm_problem": cluster_access.helm_problem,
             "olm_problem": cluster_access.olm_problem,
+            "addons_switch_problem": switch_problem,
             "device_plugin_configs": plugin_configs,
         }
