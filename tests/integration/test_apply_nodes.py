@@ -192,3 +192,19 @@ def test_switch_to_operator_refuses_while_standalone_daemonsets_run(tmp_path):
         assert ("-e gpufleet_addons_mode=standalone -e nvidia_device_plugin_state=absent -e dcgm_exporter_state=absent"
                 in text)
         assert api.writes() == []
+
+
+def test_upgrade_host_unreachable_mid_role_is_caught_and_explained(tmp_path):
+    """Real SSH attempt to hosts that do not resolve (the example inventory's names): the driver role
+    meets an unreachable host; the rollout must stop through rescue with what to do, not vanish."""
+    rc, out = run_site(tmp_path / "example", "-e", "gpufleet_apply=true", "-e", "gpufleet_upgrade_drain=false",
+                       "-e", "nvidia_driver_version=580.95.05", playbook="playbooks/upgrade_driver.yml")
+    text = flat(out)
+    assert rc == 2, out[-3000:]
+    assert "The rollout stopped at node a100-node-01.example.internal" in text, text[-3000:]
+    assert "host became unreachable (last error:" in text
+    assert "Host a100-node-01.example.internal became unreachable: check it is up" in text
+    assert "resume with ansible-playbook playbooks/upgrade_driver.yml --limit localhost,a100-node-01.example.internal" \
+        in text
+    assert re.search(r"a100-node-01\.example\.internal : ok=\d+ changed=0 unreachable=0 failed=1 skipped=\d+ rescued=1",
+                     text), text[-1500:]

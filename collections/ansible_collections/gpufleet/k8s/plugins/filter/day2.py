@@ -11,7 +11,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.expected import (
     expected_resources, format_table, validate_nodes)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.smoke import (
     exporter_target, job_result, metrics_job, rollout_failures, smoke_job, smoke_results)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.upgrade_plan import failure_note, plan_upgrade
+from ansible_collections.gpufleet.k8s.plugins.module_utils.upgrade_plan import failure_note, leftover_nodes, plan_upgrade
 
 
 def gpu_validation(nodes, pools, smoke=None, metrics=None):
@@ -19,8 +19,8 @@ def gpu_validation(nodes, pools, smoke=None, metrics=None):
     return {"rows": rows, "failures": failures, "table": format_table(rows)}
 
 
-def upgrade_failure_note(node, step, reason):
-    value, instructions = failure_note(node, step, reason)
+def upgrade_failure_note(node, step, reason, host=None, cordoned=True):
+    value, instructions = failure_note(node, step, reason, host, cordoned)
     return {"annotation": value, "instructions": instructions}
 
 
@@ -42,6 +42,7 @@ class FilterModule(object):
             "gpu_validation": gpu_validation,
             "gpu_upgrade_plan": plan_upgrade,
             "gpu_upgrade_failure_note": upgrade_failure_note,
+            "gpu_upgrade_leftovers": leftover_nodes,
             "gpu_smoke_jobs": gpu_smoke_jobs,
             "gpu_metrics_job": metrics_job,
             "gpu_job_result": job_result,

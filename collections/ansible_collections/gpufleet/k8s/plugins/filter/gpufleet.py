@@ -13,6 +13,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import cluster_access
 from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import plugin_configs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mode_switch import switch_problem
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import node_names
 from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import node_objects, pool_nodes
 
 
@@ -38,11 +39,20 @@ def gpu_pool_nodes(pools, groups, hostvars=None):
     return [{k: d[k] for k in ("name", "host", "labels", "taints")} for d in _pool_nodes(pools, groups, hostvars)]
 
 
+def gpu_node_names(hosts, hostvars):
+    """{host: Node name} (gpufleet_node_name, default the inventory hostname)."""
+    try:
+        return node_names(list(hosts or []), hostvars or {})
+    except GpufleetError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "pool_node_objects": pool_node_objects,
             "gpu_pool_nodes": gpu_pool_nodes,
+            "gpu_node_names": gpu_node_names,
             "k8s_connection": cluster_access.connection,
             "helm_connection": cluster_access.helm_connection,
             "k8s_retired_vars": cluster_access.retired,
