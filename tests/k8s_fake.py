@@ -95,7 +95,12 @@ DISCOVERY = {
     "/api": {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []},
     "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
         {"name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
-         "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}]},
+         "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}},
+        {"name": "batch", "versions": [{"groupVersion": "batch/v1", "version": "v1"}],
+         "preferredVersion": {"groupVersion": "batch/v1", "version": "v1"}}]},
+    "/apis/batch/v1": {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "batch/v1", "resources": [
+        {"name": "jobs", "singularName": "job", "namespaced": True, "kind": "Job",
+         "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}]},
     "/apis/apps/v1": {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1", "resources": [
         {"name": "daemonsets", "singularName": "daemonset", "namespaced": True, "kind": "DaemonSet",
          "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["ds"]}]},
@@ -104,7 +109,11 @@ DISCOVERY = {
          "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
          "shortNames": ["no"]},
         {"name": "namespaces", "singularName": "namespace", "namespaced": False, "kind": "Namespace",
-         "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["ns"]}]},
+         "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["ns"]},
+        {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod",
+         "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["po"]},
+        {"name": "events", "singularName": "event", "namespaced": True, "kind": "Event",
+         "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["ev"]}]},
 }
 
 
@@ -112,10 +121,25 @@ class FakeApiServer:
     """A tiny HTTP server on 127.0.0.1 serving discovery and /api/v1/nodes from a Store, recording
     every request (method, path, content type, body). A stand-in: it is not a kube-apiserver."""
 
-    def __init__(self, nodes, daemonsets=()):
+    def __init__(self, nodes, daemonsets=(), admission=None):
+        """``admission(job) -> (pods, events, job_status)``: what the cluster does with a created Job
+        (the tests decide: e.g. a Pod Security check, an image that cannot be pulled)."""
         self.store = Store(nodes)
         store = self.store
         daemonsets = [copy.deepcopy(d) for d in daemonsets]
+        objects = self.objects = {}  # (kind plural, namespace, name) -> object
+
+        def collection(path):
+            m = re.match(r"^/api/v1/namespaces(?:/([^/]+))?$", path)
+            if m:
+                return ("namespaces", None, m.group(1))
+            m = re.match(r"^/api/v1/namespaces/([^/]+)/(pods|events)(?:/([^/]+))?$", path)
+            if m:
+                return (m.group(2), m.group(1), m.group(3))
+            m = re.match(r"^/apis/batch/v1/namespaces/([^/]+)/jobs(?:/([^/]+))?$", path)
+            if m:
+                return ("jobs", m.group(1), m.group(2))
+            return None
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *_args):
@@ -140,6 +164,18 @@ class FakeApiServer:
                     path = path[:-1]
                 if path in DISCOVERY:
                     return self._send(200, DISCOVERY[path])
+                coll = collection(path)
+                if coll and coll[2]:
+                    obj = objects.get(coll)
+                    if obj is None:
+                        return self._send(404, status(404, "NotFound", '%s "%s" not found' % (coll[0], coll[2])))
+                    return self._send(200, obj)
+                if coll:
+                    query = self.path.partition("?")[2]
+                    items = [o for (k, ns, _n), o in sorted(objects.items()) if k == coll[0] and ns == coll[1]]
+                    if "labelSelector=gpufleet.io%2Fvalidate" in query or "labelSelector=gpufleet.io/validate" in query:
+                        items = [o for o in items if "gpufleet.io/validate" in (o["metadata"].get("labels") or {})]
+                    return self._send(200, {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items})
                 if path == "/apis/apps/v1/daemonsets":
                     query = self.path.partition("?")[2]
                     items = [d for d in daemonsets
@@ -169,11 +205,47 @@ class FakeApiServer:
                 code, out = store.patch(match.group(1), body)
                 return self._send(code, out)
 
+            def do_POST(self):
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = json.loads(raw or b"null")
+                self._record(body)
+                coll = collection(self.path.split("?")[0])
+                if not coll or coll[2] or coll[0] not in ("namespaces", "jobs"):
+                    return self._send(405, status(405, "MethodNotAllowed", "stand-in refuses this POST"))
+                name = body["metadata"]["name"]
+                key = (coll[0], coll[1], name)
+                if key in objects:
+                    return self._send(409, status(409, "AlreadyExists", '%s "%s" already exists' % (coll[0], name)))
+                obj = copy.deepcopy(body)
+                obj["metadata"].update({"resourceVersion": "1", "uid": "uid-" + name})
+                if coll[1]:
+                    obj["metadata"]["namespace"] = coll[1]
+                objects[key] = obj
+                if coll[0] == "jobs" and admission:
+                    pods, events, job_status = admission(obj, objects.get(("namespaces", None, coll[1])))
+                    obj["status"] = job_status
+                    for pod in pods:
+                        objects[("pods", coll[1], pod["metadata"]["name"])] = pod
+                    for ev in events:
+                        objects[("events", coll[1], ev["metadata"]["name"])] = ev
+                return self._send(201, obj)
+
+            def do_DELETE(self):
+                self._record()
+                coll = collection(self.path.split("?")[0])
+                if not coll or not coll[2] or coll not in objects:
+                    return self._send(404 if coll else 405, status(404, "NotFound", "not found"))
+                obj = objects.pop(coll)
+                if coll[0] == "namespaces":  # the namespace takes its objects with it
+                    for key in [k for k in objects if k[1] == coll[2]]:
+                        objects.pop(key)
+                return self._send(200, obj)
+
             def _refuse(self):
                 self._record()
                 self._send(405, status(405, "MethodNotAllowed", "stand-in refuses %s" % self.command))
 
-            do_DELETE = do_POST = do_PUT = _refuse
+            do_PUT = _refuse
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import socket
+import time
 
 import pytest
 
@@ -208,3 +209,77 @@ def test_upgrade_host_unreachable_mid_role_is_caught_and_explained(tmp_path):
         in text
     assert re.search(r"a100-node-01\.example\.internal : ok=\d+ changed=0 unreachable=0 failed=1 skipped=\d+ rescued=1",
                      text), text[-1500:]
+
+
+def _admission(job, namespace):
+    """What the stand-in cluster does with a created Job: the restricted Pod Security check (the
+    documented rules, tests/pod_security.py), an image that cannot be pulled, else it completes."""
+    from pod_security import restricted_violations
+    spec = job["spec"]["template"]["spec"]
+    name = job["metadata"]["name"]
+    ns = job["metadata"]["namespace"]
+    enforce = (((namespace or {}).get("metadata") or {}).get("labels") or {}).get("pod-security.kubernetes.io/enforce")
+    violations = restricted_violations(spec) if enforce == "restricted" else []
+    if violations:
+        msg = ('Error creating: pods "%s-x7k2p" is forbidden: violates PodSecurity "restricted:latest": %s'
+               % (name, ", ".join(violations)))
+        return [], [{"kind": "Event", "apiVersion": "v1", "metadata": {"name": name + ".1", "namespace": ns},
+                     "involvedObject": {"kind": "Job", "name": name, "namespace": ns},
+                     "reason": "FailedCreate", "message": msg, "type": "Warning"}], {"active": 0}
+    if "missing" in spec["containers"][0]["image"]:
+        pod = {"kind": "Pod", "apiVersion": "v1", "metadata": {
+            "name": name + "-x7k2p", "namespace": ns, "labels": {"job-name": name},
+            "ownerReferences": [{"kind": "Job", "name": name, "apiVersion": "batch/v1", "uid": "u"}]},
+            "status": {"phase": "Pending", "containerStatuses": [{"name": spec["containers"][0]["name"], "state": {
+                "waiting": {"reason": "ImagePullBackOff", "message": 'Back-off pulling image "%s"'
+                            % spec["containers"][0]["image"]}}}]}}
+        return [pod], [], {"active": 1}
+    return [], [], {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}
+
+
+def _validate_inventory(tmp_path):
+    inv = tmp_path / "vinv"
+    (inv / "group_vars" / "all").mkdir(parents=True, exist_ok=True)
+    (inv / "group_vars" / "all" / "gpufleet.yml").write_text(
+        "gpufleet_platform: kubeadm\ngpufleet_cluster_name: t\ngpufleet_addons_mode: standalone\n"
+        "gpufleet_gpu_pools:\n  - {name: plain, gpu_type: t4, gpus_per_node: 1, node_group: gpu_pool_plain, min_nodes: 1}\n")
+    (inv / "hosts.yml").write_text(
+        "all:\n  children:\n    gpufleet_controller:\n      hosts:\n        localhost:\n"
+        "          ansible_connection: local\n          ansible_python_interpreter: \"{{ ansible_playbook_python }}\"\n"
+        "    gpu_nodes:\n      children:\n        gpu_pool_plain:\n          hosts:\n"
+        "            h1: {gpufleet_node_name: gpu-a1}\n")
+    node = copy.deepcopy([n for n in NODES if n["metadata"]["name"] == "gpu-a1"][0])
+    node["metadata"]["labels"]["gpufleet.io/pool"] = "plain"
+    node["status"]["allocatable"] = {"nvidia.com/gpu": "1", "cpu": "8"}
+    return str(inv), [node]
+
+
+@pytest.mark.parametrize("image,expect_rc,expect", [
+    (None, 0, None),
+    ("registry.invalid/missing/cuda:1", 2, "smoke job failed: container cuda-vectoradd ImagePullBackOff"),
+])
+def test_validate_stage_runs_in_a_restricted_namespace_ends_fast_and_cleans_up(tmp_path, image, expect_rc, expect):
+    inv, nodes = _validate_inventory(tmp_path)
+    with FakeApiServer(nodes, admission=_admission) as api:
+        extra = ["-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_host=%s" % api.url, "-e", "gpufleet_k8s_api_key=x",
+                 "-e", '{"gpu_validate_timeout": 300}']
+        if image:
+            extra += ["-e", "gpu_validate_smoke_image=%s" % image]
+        started = time.monotonic()
+        rc, out = run_site(tmp_path / "b", *extra, playbook="playbooks/validate.yml", inventory=inv)
+        assert time.monotonic() - started < 200  # the verdict came at once, not at the 300 s deadline
+        text = flat(out)
+        assert rc == expect_rc, out[-4000:]
+        if expect:
+            assert expect in text, text[-3000:]
+        posts = [r for r in api.store.requests if isinstance(r, dict) and r["method"] == "POST"]
+        jobs = {r["body"]["metadata"]["name"]: r["body"] for r in posts if r["path"].startswith("/apis/batch")}
+        assert sorted(jobs) == ["gpufleet-metrics-check", "gpufleet-smoke-plain"]
+        probe = " ".join(jobs["gpufleet-metrics-check"]["spec"]["template"]["spec"]["containers"][0]["command"])
+        assert "http://dcgm-exporter.nvidia-dcgm-exporter.svc:9400/metrics" in probe
+        # no FailedCreate: the restricted namespace admitted both pods
+        assert not [o for (k, _ns, _n), o in api.objects.items() if k == "events"]
+        deletes = [r["path"] for r in api.store.requests if isinstance(r, dict) and r["method"] == "DELETE"]
+        assert deletes == ["/api/v1/namespaces/gpufleet-validate"]
+        assert not api.objects  # namespace gone with its Jobs and pods
+        assert "TASK [gpu_validate : Wait for every validation Job" in text
