@@ -136,7 +136,7 @@ def test_provision_labels_existing_nodes_keeps_others_taints_and_is_idempotent(t
         assert [t["key"] for t in a2["spec"]["taints"]] == [
             "node.kubernetes.io/not-ready", "node.kubernetes.io/not-ready", "node.kubernetes.io/unschedulable"]
         assert not any(k.startswith("gpufleet.io/") for k in a2["metadata"]["labels"])
-        assert "gpufleet.io/owned" not in a2["metadata"]["annotations"]
+        assert json.loads(a2["metadata"]["annotations"]["gpufleet.io/owned"]) == {"labels": {}, "taints": []}
 
 
 def test_dropped_host_loses_gpufleets_labels(tmp_path):

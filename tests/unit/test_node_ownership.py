@@ -69,7 +69,8 @@ def test_changes_on_a_node_gpufleet_already_manages(labels, taints, expect_taint
         == expect_labels
     assert after["metadata"]["labels"]["kubernetes.io/hostname"] == "gpu-a2"
     assert after["spec"]["taints"][0]["timeAdded"] == "2026-12-01T02:58:00Z"  # others' taints byte-for-byte
-    assert (OWNED_ANNOTATION in after["metadata"]["annotations"]) == bool(labels or taints)
+    assert json.loads(after["metadata"]["annotations"][OWNED_ANNOTATION]) == {
+        "labels": labels, "taints": ["%s:%s" % (t["key"], t["effect"]) for t in taints]}
     assert not plan_node(after, labels, taints)["changed"]
 
 
@@ -81,7 +82,21 @@ def test_ssa_labelled_node_ownership_comes_from_managed_fields():
     after = applied(n, plan)
     assert "gpufleet.io/pool" not in after["metadata"]["labels"] and "taints" not in after["spec"]
     assert plan["patch"]["spec"] == {"taints": None}
-    assert OWNED_ANNOTATION not in after["metadata"]["annotations"]
+    assert json.loads(after["metadata"]["annotations"][OWNED_ANNOTATION]) == {"labels": {}, "taints": []}
+    assert not plan_node(after, {}, [])["changed"]
+
+
+def test_after_absent_a_cordon_written_back_by_gpufleet_is_never_claimed():
+    """gpufleet's own Update writes the taint list (atomic: it then owns f:spec.f:taints in
+    managedFields) - the kept cordon taint must still not count as gpufleet's on the next run."""
+    n = applied(node("gpu-a1"), plan_node(node("gpu-a1"), TRAIN, [GPU_TAINT]))
+    n = applied(n, plan_node(n, {}, []))
+    n["metadata"]["managedFields"].append({"manager": "gpufleet", "operation": "Update", "apiVersion": "v1",
+                                           "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:taints": {}}}})
+    assert owned(n) == {"labels": {}, "taints": []}
+    assert plan_nodes([n], [], prune=True) == []
+    del n["metadata"]["annotations"][OWNED_ANNOTATION]  # even without the annotation: Update is not Apply
+    assert owned(n) == {"labels": {}, "taints": []}
 
 
 @pytest.mark.parametrize("labels,taints,what", [

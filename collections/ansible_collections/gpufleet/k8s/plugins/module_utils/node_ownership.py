@@ -15,8 +15,9 @@ refuses the write with 409 Conflict if anyone changed the Node in between, and g
 What gpufleet owns is recorded on the Node itself, in the annotation ``gpufleet.io/owned``
 (``{"labels": {key: value}, "taints": ["key:effect"]}``). Only what is recorded there is ever
 removed: when a pool's taints change, when a host leaves the inventory, or with
-``gpu_pools_state: absent``. Nodes labelled by gpufleet versions that used server-side apply
-carry no annotation; their ownership is read from ``metadata.managedFields`` (manager ``gpufleet``).
+``gpu_pools_state: absent``; the annotation then stays, empty. Nodes labelled by gpufleet versions
+that used server-side apply carry no annotation; their ownership is read from
+``metadata.managedFields`` (manager ``gpufleet``, operation ``Apply``).
 gpufleet never creates or deletes a Node.
 """
 
@@ -103,7 +104,9 @@ def owned(node):
     taints = (node.get("spec") or {}).get("taints") or []
     out = {"labels": {}, "taints": []}
     for entry in meta.get("managedFields") or []:
-        if entry.get("manager") != FIELD_MANAGER:
+        # older versions used server-side apply (operation Apply); this module writes with Update and
+        # always leaves the annotation, so an Update entry never stands for ownership here
+        if entry.get("manager") != FIELD_MANAGER or entry.get("operation") != "Apply":
             continue
         fields = entry.get("fieldsV1") or {}
         for key in _fields_keys(fields, "metadata", "labels"):
@@ -116,9 +119,9 @@ def owned(node):
 
 
 def record(labels, taints):
-    """The annotation value recording what gpufleet set (None when it owns nothing)."""
-    if not labels and not taints:
-        return None
+    """The annotation value recording what gpufleet set. It stays (empty) when gpufleet owns nothing
+    any more: its presence says the Node's ownership is recorded here, so the managedFields fallback
+    for Nodes of older versions never applies to it again."""
     return json.dumps({"labels": dict(sorted(labels.items())), "taints": sorted(taint_id(t) for t in taints)},
                       sort_keys=True, separators=(",", ":"))
 
