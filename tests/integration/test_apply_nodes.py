@@ -283,3 +283,17 @@ def test_validate_stage_runs_in_a_restricted_namespace_ends_fast_and_cleans_up(t
         assert deletes == ["/api/v1/namespaces/gpufleet-validate"]
         assert not api.objects  # namespace gone with its Jobs and pods
         assert "TASK [gpu_validate : Wait for every validation Job" in text
+
+
+def test_openshift_without_olm_stops_before_applying_namespaces(tmp_path):
+    """The stand-in serves no operators.coreos.com CRDs: the OpenShift preset must stop before it
+    applies anything (today's code applied the namespaces, then failed on OperatorGroup)."""
+    with FakeApiServer(NODES) as api:
+        rc, out = run_site(tmp_path / "openshift", "-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_host=%s" % api.url,
+                           "-e", "gpufleet_k8s_api_key=x", playbook="playbooks/cluster.yml",
+                           inventory="inventories/openshift")
+        text = flat(out)
+        assert rc == 2, out[-3000:]
+        assert "serves no operatorgroups.operators.coreos.com, subscriptions.operators.coreos.com (OLM is not " \
+               "installed). Nothing was applied." in text, text[-3000:]
+        assert api.writes() == []
