@@ -1,7 +1,8 @@
 """Stand-ins for the parts of a kube-apiserver that gpufleet's Node writes touch.
 
 No API server can run on this machine. These reproduce the documented behaviour that matters here,
-nothing more: JSON merge patch (RFC 7386: null removes a key, a list replaces the whole list) and
+nothing more: JSON merge patch (RFC 7386: null removes a key, a list replaces the whole list; a
+strategic merge patch is taken only where it means the same: maps without a taint list) and
 the resourceVersion precondition (a patch carrying metadata.resourceVersion that differs from the
 stored one is refused with 409 Conflict; every write bumps the resourceVersion). Nodes are served
 in the shape the v1.28 API returns them (tests/fixtures/k8s/nodes.json: managedFields, kubelet
@@ -176,6 +177,8 @@ class FakeApiServer:
                     if "labelSelector=gpufleet.io%2Fvalidate" in query or "labelSelector=gpufleet.io/validate" in query:
                         items = [o for o in items if "gpufleet.io/validate" in (o["metadata"].get("labels") or {})]
                     return self._send(200, {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items})
+                if path == "/api/v1/pods":  # drain lists the pods of a node: the stand-in runs none
+                    return self._send(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": []})
                 if path == "/apis/apps/v1/daemonsets":
                     query = self.path.partition("?")[2]
                     items = [d for d in daemonsets
@@ -200,8 +203,11 @@ class FakeApiServer:
                 match = re.match(r"^/api/v1/nodes/([^/?]+)", self.path)
                 if not match:
                     return self._send(404, status(404, "NotFound", "not found"))
-                if self.headers.get("Content-Type") != "application/merge-patch+json":
-                    return self._send(415, status(415, "UnsupportedMediaType", "stand-in serves merge patch only"))
+                ctype = self.headers.get("Content-Type")
+                if ctype == "application/strategic-merge-patch+json" and not (body.get("spec") or {}).get("taints"):
+                    pass  # same as a merge patch for maps (cordon, annotations); a taint list would merge by key
+                elif ctype != "application/merge-patch+json":
+                    return self._send(415, status(415, "UnsupportedMediaType", "stand-in: %s not served" % ctype))
                 code, out = store.patch(match.group(1), body)
                 return self._send(code, out)
 

@@ -297,3 +297,38 @@ def test_openshift_without_olm_stops_before_applying_namespaces(tmp_path):
         assert "serves no operatorgroups.operators.coreos.com, subscriptions.operators.coreos.com (OLM is not " \
                "installed). Nothing was applied." in text, text[-3000:]
         assert api.writes() == []
+
+
+def test_upgrade_records_the_node_state_and_the_next_run_names_it(tmp_path):
+    """drain on: cordon and drain go to the stand-in, then the host (a closed SSH port) is
+    unreachable in the driver role. The Node must keep its cordon with both annotations, and the
+    next run (check mode) must say which Node was left cordoned and why."""
+    inv = tmp_path / "uinv"
+    (inv / "group_vars" / "all").mkdir(parents=True)
+    (inv / "group_vars" / "all" / "gpufleet.yml").write_text(
+        "gpufleet_platform: kubeadm\ngpufleet_cluster_name: t\n"
+        "gpufleet_gpu_pools:\n  - {name: plain, gpu_type: t4, gpus_per_node: 1, node_group: gpu_pool_plain}\n")
+    (inv / "hosts.yml").write_text(
+        "all:\n  children:\n    gpufleet_controller:\n      hosts:\n        localhost:\n"
+        "          ansible_connection: local\n          ansible_python_interpreter: \"{{ ansible_playbook_python }}\"\n"
+        "    gpu_nodes:\n      children:\n        gpu_pool_plain:\n          hosts:\n"
+        "            h1: {gpufleet_node_name: gpu-a2, ansible_host: 127.0.0.1, ansible_port: %d}\n" % closed_port())
+    with FakeApiServer(NODES) as api:
+        extra = ["-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_host=%s" % api.url, "-e", "gpufleet_k8s_api_key=x",
+                 "-e", "nvidia_driver_version=580.95.05"]
+        rc, out = run_site(tmp_path / "b", *extra, playbook="playbooks/upgrade_driver.yml", inventory=str(inv))
+        text = flat(out)
+        assert rc == 2, out[-4000:]
+        node = api.store.nodes["gpu-a2"]
+        assert node["spec"].get("unschedulable") is True, text[-3000:]
+        ann = node["metadata"]["annotations"]
+        assert ann["gpufleet.io/upgrade-in-progress"].startswith("driver 580.95.05 from host h1, started ")
+        assert "host became unreachable" in ann["gpufleet.io/upgrade-failed"]
+        assert "resume with ansible-playbook playbooks/upgrade_driver.yml --limit localhost,h1" in text
+        # taints of others untouched by all this
+        assert [t["key"] for t in node["spec"]["taints"]] == ["node.kubernetes.io/not-ready", "node.kubernetes.io/not-ready"]
+
+        rc, out = run_site(tmp_path / "b", "--check", *extra, playbook="playbooks/upgrade_driver.yml", inventory=str(inv))
+        text = flat(out)
+        assert rc == 0, out[-3000:]
+        assert "Node gpu-a2 (cordoned): an earlier upgrade failed at " in text, text[-3000:]
