@@ -91,4 +91,4 @@ def test_operator_mode_upgrades_no_host():
 def test_failure_note_leaves_instructions():
     value, lines = failure_note("n1", "wait until GPUs are allocatable", "nvidia.com/gpu stayed 0 for 600 s")
     assert value == "wait until GPUs are allocatable: nvidia.com/gpu stayed 0 for 600 s"
-    assert any("--limit n1" in line for line in lines) and any("kubectl uncordon n1" in line for line in lines)
+    assert any("--limit localhost,n1" in line for line in lines) and any("kubectl uncordon n1" in line for line in lines)

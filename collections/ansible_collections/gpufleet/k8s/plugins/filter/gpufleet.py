@@ -7,21 +7,67 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils import cluster_access
 from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import plugin_configs
-from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import node_objects
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.mode_switch import switch_problem
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import node_names
+from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import node_objects, pool_nodes
 
 
-def pool_node_objects(pools, groups):
-    """Partial Node objects (labels, taints) for every host of every pool's inventory group."""
+def _pool_nodes(pools, groups, hostvars):
+    try:
+        return pool_nodes(pools, groups, hostvars or {})
+    except GpufleetError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+def pool_node_objects(pools, groups, hostvars=None):
+    """Partial Node objects (labels, taints) for every host of every pool's inventory group, named
+    after each host's ``gpufleet_node_name`` (default: the inventory hostname)."""
+    names = {d["host"]: d["name"] for d in _pool_nodes(pools, groups, hostvars)}
     out = []
     for pool in pools:
-        out.extend(node_objects(pool, groups.get(pool["node_group"], [])))
+        out.extend(node_objects(pool, groups.get(pool["node_group"], []), names))
     return out
+
+
+def gpu_pool_nodes(pools, groups, hostvars=None):
+    """The ``nodes`` of gpufleet.k8s.node_labels: per pool host its Node name, labels and taints."""
+    return [{k: d[k] for k in ("name", "host", "labels", "taints")} for d in _pool_nodes(pools, groups, hostvars)]
+
+
+def gpu_node_names(hosts, hostvars):
+    """{host: Node name} (gpufleet_node_name, default the inventory hostname)."""
+    try:
+        return node_names(list(hosts or []), hostvars or {})
+    except GpufleetError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+def gpu_node_name_problems(hosts, hostvars):
+    """Messages for bad or shared gpufleet_node_name values (empty list when all are fine)."""
+    try:
+        node_names(list(hosts or []), hostvars or {})
+    except GpufleetError as exc:
+        return exc.details.get("errors") or [exc.msg]
+    return []
 
 
 class FilterModule(object):
     def filters(self):
         return {
             "pool_node_objects": pool_node_objects,
+            "gpu_pool_nodes": gpu_pool_nodes,
+            "gpu_node_names": gpu_node_names,
+            "gpu_node_name_problems": gpu_node_name_problems,
+            "k8s_connection": cluster_access.connection,
+            "helm_connection": cluster_access.helm_connection,
+            "k8s_retired_vars": cluster_access.retired,
+            "helm_problem": cluster_access.helm_problem,
+            "olm_problem": cluster_access.olm_problem,
+            "addons_switch_problem": switch_problem,
             "device_plugin_configs": plugin_configs,
         }

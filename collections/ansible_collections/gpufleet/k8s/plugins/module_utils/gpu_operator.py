@@ -66,6 +66,9 @@ DEFAULT_UPGRADE_POLICY = {
     "drain": {"enable": False, "force": False, "timeoutSeconds": 300, "deleteEmptyDir": False},
 }
 UPGRADE_POLICY_KEYS = tuple(DEFAULT_UPGRADE_POLICY) + ("waitForCompletion",)
+# The chart's values say gpuPodDeletion; the ClusterPolicy CRD (nvidia.com/v1, v25.3.4 and later)
+# calls the same object podDeletion, and the API server refuses the unknown field.
+CR_UPGRADE_POLICY_RENAMES = {"gpuPodDeletion": "podDeletion"}
 
 
 def deep_merge(base, over):
@@ -268,6 +271,11 @@ def operator_objects(plan, extra):
     return _a.unshare(objs)
 
 
+def cr_upgrade_policy(values_policy):
+    """driver.upgradePolicy of the Helm values, with the ClusterPolicy CRD's field names."""
+    return {CR_UPGRADE_POLICY_RENAMES.get(k, k): v for k, v in (values_policy or {}).items()}
+
+
 def cluster_policy_objects(plan, extra):
     """OpenShift: the NodeFeatureDiscovery instance and the ClusterPolicy, applied once OLM has
     installed the operators (their CRDs exist)."""
@@ -280,7 +288,7 @@ def cluster_policy_objects(plan, extra):
         "operator": {"defaultRuntime": "crio", "use_ocp_driver_toolkit": True},
         "daemonsets": v["daemonsets"],
         "driver": {"enabled": v["driver"]["enabled"], "kernelModuleType": v["driver"]["kernelModuleType"],
-                   "upgradePolicy": v["driver"]["upgradePolicy"]},
+                   "upgradePolicy": cr_upgrade_policy(v["driver"]["upgradePolicy"])},
         "toolkit": {"enabled": v["toolkit"]["enabled"]},
         "devicePlugin": {"enabled": True, "config": dp_config},
         "dcgm": {"enabled": True},

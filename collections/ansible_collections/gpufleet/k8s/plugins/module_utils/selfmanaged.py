@@ -3,15 +3,18 @@
 # Apache License 2.0
 """Self-managed clusters: the labels and taints gpufleet puts on the nodes of each pool.
 
-The objects are partial Node objects meant for server-side apply with field manager
-``gpufleet``: the API server then tracks which labels and taints gpufleet owns, so a later
-apply removes only those, never a label or taint another manager set.
+The rendered objects are partial Node objects, a readable record of what gpufleet sets. In apply
+mode ``gpufleet.k8s.node_labels`` writes them (module_utils/node_ownership.py says why that is a
+read-modify-write and not a server-side apply). Hosts map to Node names through
+``gpufleet_node_name`` (default: the inventory hostname).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import node_names
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_access import mig_config_label
 
 POOL_LABEL = "gpufleet.io/pool"
@@ -38,14 +41,33 @@ def pool_taints(pool):
     return out
 
 
-def node_objects(pool, hosts):
-    """Partial Node objects for every host of ``pool`` (hosts as Kubernetes node names)."""
+def node_objects(pool, hosts, names=None):
+    """Partial Node objects for every host of ``pool`` (``names``: {host: Node name}, default the host)."""
     labels = pool_node_labels(pool)
     taints = pool_taints(pool)
     objects = []
-    for host in sorted(hosts):
-        obj = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": host, "labels": dict(labels)}}
+    for name in sorted((names or {}).get(h, h) for h in hosts):
+        obj = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": dict(labels)}}
         if taints:
             obj["spec"] = {"taints": [dict(t) for t in taints]}
         objects.append(obj)
     return objects
+
+
+def pool_nodes(pools, groups, hostvars):
+    """What gpufleet wants on each pool host's Node: ``[{"host", "name", "pool", "labels", "taints"}]``,
+    sorted by Node name. Raises GpufleetError for a host in two pools' groups or a bad Node name."""
+    member = {}
+    errors = []
+    for pool in pools:
+        for host in groups.get(pool["node_group"]) or []:
+            if host in member and member[host]["name"] != pool["name"]:
+                errors.append("host %s is in the node groups of pools %s and %s; a Node belongs to one pool"
+                              % (host, member[host]["name"], pool["name"]))
+            member.setdefault(host, pool)
+    if errors:
+        raise GpufleetError("; ".join(errors), errors=errors)
+    names = node_names(sorted(member), hostvars)
+    out = [{"host": host, "name": names[host], "pool": pool["name"],
+            "labels": pool_node_labels(pool), "taints": pool_taints(pool)} for host, pool in member.items()]
+    return sorted(out, key=lambda d: d["name"])

@@ -11,6 +11,14 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.expected import POOL_
 from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import placement as pool_placement
 
 SMOKE_LABEL = "gpufleet.io/validate"
+METRICS_JOB = "gpufleet-metrics-check"
+
+# The validation namespace enforces Pod Security "restricted": non-root, a non-zero UID, the
+# runtime's default seccomp profile, no privilege escalation, every capability dropped.
+RESTRICTED_POD = {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534,
+                  "seccompProfile": {"type": "RuntimeDefault"}}
+RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                        "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
 
 
 def smoke_job(pool, platform, image, namespace, timeout, placement=None, runtime_class=None):
@@ -22,11 +30,12 @@ def smoke_job(pool, platform, image, namespace, timeout, placement=None, runtime
         fragment = dict(placement, resources=fragment["resources"])
     pod_spec = {
         "restartPolicy": "Never",
+        "securityContext": dict(RESTRICTED_POD),
         "containers": [{
             "name": "cuda-vectoradd",
             "image": image,
             "resources": fragment["resources"],
-            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+            "securityContext": dict(RESTRICTED_CONTAINER),
         }],
     }
     if runtime_class:
@@ -54,18 +63,18 @@ def metrics_job(image, namespace, exporter_namespace, exporter_service, timeout)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": "gpufleet-metrics-check", "namespace": namespace, "labels": {SMOKE_LABEL: "metrics"}},
+        "metadata": {"name": METRICS_JOB, "namespace": namespace, "labels": {SMOKE_LABEL: "metrics"}},
         "spec": {
             "backoffLimit": 2,
             "activeDeadlineSeconds": int(timeout),
             "ttlSecondsAfterFinished": 3600,
             "template": {"metadata": {"labels": {SMOKE_LABEL: "metrics"}}, "spec": {
                 "restartPolicy": "Never",
+                "securityContext": dict(RESTRICTED_POD),
                 "containers": [{
                     "name": "probe", "image": image,
                     "command": ["sh", "-c", "curl -fsS --max-time 20 %s | grep -q '^DCGM_FI_DEV_GPU_UTIL'" % url],
-                    "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
-                                        "runAsNonRoot": True, "runAsUser": 65534},
+                    "securityContext": dict(RESTRICTED_CONTAINER),
                 }],
             }},
         },
@@ -109,3 +118,121 @@ def rollout_failures(results):
         if desired == 0 or ready != desired or updated != desired:
             failures.append("DaemonSet %s not rolled out (desired %d, ready %d, updated %d)" % (name, desired, ready, updated))
     return failures
+
+
+def exporter_target(plan, extra):
+    """(namespace, Service) of the dcgm-exporter the add-on settings deploy, or None when gpufleet
+    deploys none (GKE's managed metrics, gpufleet_addons_mode none, dcgm_exporter_enabled false).
+
+    ``extra``: the gpufleet_*, dcgm_exporter_* and gpu_operator_* values. An explicit
+    gpu_validate_exporter_namespace / _service (not ``auto``) wins."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
+    from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_operator as _op
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import NAME
+    ns, svc = extra.get("gpu_validate_exporter_namespace", "auto"), extra.get("gpu_validate_exporter_service", "auto")
+    target = None
+    mode = plan.get("addons_mode")
+    if mode == "standalone":
+        s = _a.settings(plan, extra)
+        if s["dcgm_exporter_enabled"]:
+            target = (s["dcgm_exporter_namespace"], NAME)
+    elif mode == "operator" and plan.get("platform") != "gke-autopilot":
+        s = _a.settings(plan, extra)
+        # the GPU Operator names its exporter Service nvidia-dcgm-exporter, in the operator namespace
+        target = (_op.namespace_name(plan, s), "nvidia-dcgm-exporter")
+    if not _a.is_auto(ns) or not _a.is_auto(svc):
+        base = target or ("", "")
+        target = (base[0] if _a.is_auto(ns) else ns, base[1] if _a.is_auto(svc) else svc)
+        if not target[0] or not target[1]:
+            return None
+    return target
+
+
+# --- verdicts while the Jobs run -----------------------------------------------------------------
+
+# Container waiting reasons that will not resolve by waiting.
+STUCK_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
+                 "CreateContainerConfigError", "CreateContainerError", "RunContainerError")
+
+
+def _owner_job(obj):
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("kind") == "Job":
+            return ref.get("name")
+    return ((obj.get("metadata") or {}).get("labels") or {}).get("job-name")
+
+
+def _pod_problem(pod):
+    """Why a pod is not running: (final?, text) or None."""
+    status = pod.get("status") or {}
+    for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in STUCK_REASONS:
+            return True, "container %s %s: %s" % (cs.get("name"), waiting["reason"], waiting.get("message") or "")
+        term = (cs.get("state") or {}).get("terminated") or {}
+        if term and term.get("exitCode", 0) != 0:
+            return False, "container %s exited %s (%s)%s" % (cs.get("name"), term.get("exitCode"), term.get("reason") or "",
+                                                            ": " + term["message"] if term.get("message") else "")
+    if status.get("phase") == "Pending":
+        for cond in status.get("conditions") or []:
+            if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+                return False, "Pending, %s: %s" % (cond.get("reason") or "not scheduled", cond.get("message") or "")
+        return False, "Pending"
+    return None
+
+
+def job_verdicts(jobs, pods, events, expected=()):
+    """{Job name: "passed" | "failed: <cause>" | "running: <what it waits for>"} from the Jobs, Pods
+    and Events of the validation namespace (as the API returns them).
+
+    A Job ends the wait at once when it is Complete or Failed, when the API server refused its pods
+    (Job event FailedCreate: PodSecurity admission, quota, ...) or when a pod cannot start (image
+    pull, container config). ``expected``: Job names that must exist (a missing one fails)."""
+    by_job_pods, by_job_events = {}, {}
+    for pod in pods or []:
+        by_job_pods.setdefault(_owner_job(pod), []).append(pod)
+    for ev in events or []:
+        inv = ev.get("involvedObject") or {}
+        if inv.get("kind") == "Job":
+            by_job_events.setdefault(inv.get("name"), []).append(ev)
+    out = {}
+    names = {(j.get("metadata") or {}).get("name"): j for j in jobs or []}
+    for name in expected:
+        if name not in names:
+            out[name] = "failed: Job not found (it was not created)"
+    for name, job in sorted(names.items()):
+        pod_problems = [p for p in (_pod_problem(pod) for pod in by_job_pods.get(name, [])) if p]
+        result = job_result(job)
+        if result == "passed":
+            out[name] = result
+            continue
+        if result != "failed: did not finish":
+            detail = "; ".join(text for _final, text in pod_problems)
+            out[name] = result + (" (%s)" % detail if detail else "")
+            continue
+        refused = [ev for ev in by_job_events.get(name, []) if ev.get("reason") == "FailedCreate"]
+        if refused and not by_job_pods.get(name):
+            out[name] = "failed: the API server refused the pod: %s" % refused[-1].get("message", "")
+            continue
+        final = [text for is_final, text in pod_problems if is_final]
+        if final:
+            out[name] = "failed: " + "; ".join(final)
+            continue
+        out[name] = "running: " + ("; ".join(text for _f, text in pod_problems) or "pod not finished")
+    return out
+
+
+def verdicts_done(verdicts):
+    return all(not v.startswith("running") for v in verdicts.values())
+
+
+def final_verdicts(verdicts):
+    """After the deadline: what still runs is a failure that says what it was waiting for."""
+    return {k: ("failed: did not finish in time, " + v[len("running: "):]) if v.startswith("running") else v
+            for k, v in verdicts.items()}
+
+
+def split_verdicts(verdicts):
+    """(smoke {pool: result}, metrics result) from Job verdicts keyed by Job name."""
+    smoke = {k[len("gpufleet-smoke-"):]: v for k, v in verdicts.items() if k.startswith("gpufleet-smoke-")}
+    return smoke, verdicts.get(METRICS_JOB, "not run")

@@ -13,6 +13,17 @@ import re
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 
 FAILED_ANNOTATION = "gpufleet.io/upgrade-failed"
+# set on the Node before it is cordoned, removed after it is uncordoned: a Node that keeps it was
+# left cordoned by a run that stopped (host unreachable, run interrupted)
+IN_PROGRESS_ANNOTATION = "gpufleet.io/upgrade-in-progress"
+# drain options the upgrade exposes (k8s_drain's own error messages name its option names)
+DRAIN_VARS = {
+    "gpufleet_upgrade_drain_force": "bool",
+    "gpufleet_upgrade_drain_grace_period": "int",
+    "gpufleet_upgrade_drain_pod_selectors": "list",
+    "gpufleet_upgrade_delete_emptydir_data": "bool",
+    "gpufleet_upgrade_drain_timeout": "int",
+}
 # the GPU Operator labels nodes whose driver it deploys
 OPERATOR_DRIVER_LABEL = "nvidia.com/gpu.deploy.driver"
 
@@ -39,16 +50,18 @@ def batch_size(serial, total):
     return min(size, total)
 
 
-def plan_upgrade(hosts, serial, addons_mode="standalone", node_labels=None, target=None):
+def plan_upgrade(hosts, serial, addons_mode="standalone", node_labels=None, target=None, node_names=None):
     """Return the rollout plan.
 
-    ``hosts``: inventory hosts (node names) in rollout order. ``node_labels``: {node: labels}
-    from the cluster when known. Operator-managed nodes are not upgraded by the host roles.
+    ``hosts``: inventory hosts in rollout order; ``node_names``: {host: Node name} (default the host).
+    ``node_labels``: {Node name: labels} from the cluster when known. Operator-managed nodes are not
+    upgraded by the host roles.
     """
     node_labels = node_labels or {}
+    node_names = node_names or {}
     operator, host_managed = [], []
     for host in hosts:
-        labels = node_labels.get(host) or {}
+        labels = node_labels.get(node_names.get(host, host)) or {}
         if addons_mode == "operator" or labels.get(OPERATOR_DRIVER_LABEL) == "true":
             operator.append(host)
         else:
@@ -67,22 +80,71 @@ def plan_upgrade(hosts, serial, addons_mode="standalone", node_labels=None, targ
     return {"batches": batches, "batch_size": size, "operator_managed": operator, "summary": lines}
 
 
-def failure_note(node, step, reason):
+def failure_note(node, step, reason, host=None, cordoned=True):
     """Annotation value and operator instructions for a node whose upgrade failed."""
     value = "%s: %s" % (step, reason)
     instructions = [
         "The rollout stopped at node %s during '%s': %s." % (node, step, reason),
-        "The node stays cordoned with annotation %s." % FAILED_ANNOTATION,
-        "Fix the node (journalctl -u containerd, dmesg | grep -i nvidia, nvidia-smi), then re-run "
-        "playbooks/upgrade_driver.yml --limit %s; it uncordons the node after its checks pass." % node,
-        "To give up on this node: kubectl uncordon %s && kubectl annotate node %s %s-" % (node, node, FAILED_ANNOTATION),
+        "The node stays cordoned with annotation %s." % FAILED_ANNOTATION if cordoned else
+        "The node was not cordoned (gpufleet_upgrade_drain is false); nothing was recorded on it.",
+    ]
+    if "unreachable" in reason.lower():
+        instructions.append("Host %s became unreachable: check it is up and reachable over SSH (ansible %s -m ping)."
+                            % (host or node, host or node))
+    if "use option force" in reason:
+        instructions.append("Pods without a controller block the drain: delete or move them, or set "
+                            "gpufleet_upgrade_drain_force=true to delete them (they are not recreated).")
+    if "emptyDir" in reason or "delete_emptydir_data" in reason:
+        instructions.append("Pods with emptyDir volumes block the drain: set gpufleet_upgrade_delete_emptydir_data=true "
+                            "to evict them (their emptyDir data is lost).")
+    instructions += [
+        "Fix the node (journalctl -u containerd, dmesg | grep -i nvidia, nvidia-smi), then resume with "
+        "ansible-playbook playbooks/upgrade_driver.yml --limit localhost,%s (same -e options); it uncordons the "
+        "node after its checks pass and removes the annotations." % (host or node),
+        "To give up on this node: kubectl uncordon %s && kubectl annotate node %s %s- %s-"
+        % (node, node, FAILED_ANNOTATION, IN_PROGRESS_ANNOTATION),
     ]
     return value[:250], instructions
+
+
+def leftover_nodes(nodes):
+    """Lines naming the Nodes an earlier upgrade run left cordoned, and why (from their annotations)."""
+    out = []
+    for node in sorted(nodes or [], key=lambda n: (n.get("metadata") or {}).get("name") or ""):
+        meta = node.get("metadata") or {}
+        ann = meta.get("annotations") or {}
+        cordoned = bool((node.get("spec") or {}).get("unschedulable"))
+        state = "cordoned" if cordoned else "not cordoned"
+        if FAILED_ANNOTATION in ann:
+            out.append("Node %s (%s): an earlier upgrade failed at %s" % (meta.get("name"), state, ann[FAILED_ANNOTATION]))
+        elif IN_PROGRESS_ANNOTATION in ann:
+            out.append("Node %s (%s): an earlier upgrade run stopped while upgrading it (%s) - its host became "
+                       "unreachable or the run was interrupted; this run resumes it"
+                       % (meta.get("name"), state, ann[IN_PROGRESS_ANNOTATION]))
+    return out
+
+
+def drain_problems(extra):
+    """Preflight messages for the drain options."""
+    out = []
+    for var, kind in sorted(DRAIN_VARS.items()):
+        if var not in extra:
+            continue
+        value = extra[var]
+        if kind == "bool" and not isinstance(value, bool) and str(value).lower() not in ("true", "false", "yes", "no"):
+            out.append((var, "%r is not allowed; use true or false" % (value,)))
+        elif kind == "int" and (isinstance(value, bool) or not re.match(r"^[0-9]+$", str(value))):
+            out.append((var, "%r is not allowed; use an integer >= 0 (seconds)" % (value,)))
+        elif kind == "list" and (not isinstance(value, list) or not all(isinstance(v, str) and "=" in v for v in value)):
+            out.append((var, "%r is not allowed; use a list of label selectors like ['app=training']" % (value,)))
+    return out
 
 
 def check(params, plan, problems):
     """Preflight: the rollout batch size, when given."""
     extra = params.get("extra") or {}
+    for var, msg in drain_problems(extra):
+        problems.error(var, msg)
     if "gpufleet_upgrade_serial" in extra:
         try:
             batch_size(extra["gpufleet_upgrade_serial"], 100)

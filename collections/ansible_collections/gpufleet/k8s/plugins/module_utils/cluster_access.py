@@ -1,0 +1,131 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+"""One cluster connection for every Kubernetes task, and a clear message when it does not work.
+
+The ``gpufleet_k8s_*`` variables become one dict of kubernetes.core connection options; the stage
+playbooks hand it to every kubernetes.core and gpufleet Kubernetes module through
+``module_defaults`` (groups ``kubernetes.core.k8s``, ``kubernetes.core.helm``, ``gpufleet.k8s.k8s``
+and ``kubernetes.core.k8s_cluster_info``, which is in no group). Apply mode first reaches the
+cluster once (module ``gpufleet.k8s.cluster_access``); :func:`access_problem` turns the client's raw
+error into what to change.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+# gpufleet variable -> kubernetes.core option (the same names in the k8s and helm modules)
+CONNECTION_VARS = (
+    ("gpufleet_k8s_kubeconfig", "kubeconfig"),
+    ("gpufleet_k8s_context", "context"),
+    ("gpufleet_k8s_host", "host"),
+    ("gpufleet_k8s_api_key", "api_key"),
+    ("gpufleet_k8s_ca_cert", "ca_cert"),
+)
+
+# Per-role connection variables of earlier versions: a value there used to reach only some tasks.
+RETIRED_VARS = {
+    "k8s_apply_kubeconfig": "gpufleet_k8s_kubeconfig",
+    "k8s_apply_context": "gpufleet_k8s_context",
+    "gpu_validate_kubeconfig": "gpufleet_k8s_kubeconfig",
+    "gpu_validate_context": "gpufleet_k8s_context",
+}
+
+
+def connection(values):
+    """kubernetes.core connection options from the ``gpufleet_k8s_*`` values (empty ones left out,
+    so the client's defaults apply: in-cluster config, then ~/.kube/config or $KUBECONFIG)."""
+    out = {}
+    for var, option in CONNECTION_VARS:
+        value = values.get(var)
+        if value not in (None, ""):
+            out[option] = value
+    if values.get("gpufleet_k8s_validate_certs") in (False, "false", "False", "no"):
+        out["validate_certs"] = False
+    return out
+
+
+def helm_connection(values):
+    out = connection(values)
+    out["binary_path"] = values.get("gpufleet_helm_binary") or "helm"
+    return out
+
+
+def retired(values):
+    """Messages for retired per-role connection variables that are set."""
+    return ["%s: replaced by %s (one connection for every task); move the value there" % (var, RETIRED_VARS[var])
+            for var in sorted(RETIRED_VARS) if values.get(var) not in (None, "")]
+
+
+def _target(conn):
+    if conn.get("host"):
+        return "API server %s" % conn["host"]
+    if conn.get("kubeconfig"):
+        return "kubeconfig %s%s" % (conn["kubeconfig"], ", context %s" % conn["context"] if conn.get("context") else "")
+    if conn.get("context"):
+        return "context %s of the default kubeconfig" % conn["context"]
+    return "the client's default (in-cluster config, else $KUBECONFIG or ~/.kube/config)"
+
+
+_CAUSES = (
+    (("Failed to import the required Python library", "kubernetes"),
+     "the kubernetes Python client is not installed for the interpreter running the task "
+     "(scripts/bootstrap.sh installs requirements.txt into .venv)"),
+    (("Invalid kube-config file",), "no usable kubeconfig was found"),
+    (("Could not create API client",), "no API client could be built from the connection settings"),
+    (("Connection refused",), "the connection was refused (nothing listens there, or it is the wrong address/port)"),
+    (("Name or service not known",), "the API server's host name does not resolve"),
+    (("nodename nor servname",), "the API server's host name does not resolve"),
+    (("timed out",), "the connection timed out (network, firewall or proxy)"),
+    (("CERTIFICATE_VERIFY_FAILED",), "the API server's TLS certificate is not trusted (set gpufleet_k8s_ca_cert)"),
+    (("(401)",), "the API server refused the credentials (401 Unauthorized)"),
+    (("Unauthorized",), "the API server refused the credentials (401 Unauthorized)"),
+    (("(403)",), "the credentials may not read the cluster (403 Forbidden)"),
+    (("(404)",), "something answered but it is not a Kubernetes API server (404 on /version)"),
+)
+
+HOW = ("Set gpufleet_k8s_kubeconfig (and gpufleet_k8s_context), or gpufleet_k8s_host with gpufleet_k8s_api_key "
+       "(and gpufleet_k8s_ca_cert), in group_vars/all; every Kubernetes task of every stage uses them.")
+
+
+def access_problem(error, conn):
+    """What to tell the user when the cluster did not answer: ``error`` is the client's raw error
+    text, ``conn`` the connection options used."""
+    raw = str(error or "unknown error")
+    cause = "the cluster did not answer"
+    for needles, text in _CAUSES:
+        if all(n in raw for n in needles):
+            cause = text
+            break
+    if len(raw) > 400:
+        raw = raw[:400] + "..."
+    return ("gpufleet_apply is true but gpufleet cannot reach the Kubernetes cluster (%s): %s. Nothing was applied. "
+            "%s Client error: %s" % (_target(conn), cause, HOW, raw))
+
+
+def helm_problem(result, binary):
+    """The message when the helm binary the GPU Operator install needs is not usable."""
+    if result and not result.get("failed") and result.get("rc", 1) == 0:
+        return ""
+    detail = str((result or {}).get("msg") or (result or {}).get("stderr") or "not found").strip()
+    return ("gpufleet_addons_mode is operator: the GPU Operator is installed with helm, but %r does not run (%s). "
+            "Nothing was applied. Install helm 3 on the controller or set gpufleet_helm_binary to its path."
+            % (binary, detail[:200]))
+
+
+# OpenShift preset: OLM installs the GPU Operator and the NFD operator. These CRDs must be served
+# before gpufleet creates the OperatorGroups and Subscriptions.
+OLM_CRDS = ("operatorgroups.operators.coreos.com", "subscriptions.operators.coreos.com")
+# CRDs the OLM-installed operators bring, waited for before their instances are applied.
+OPERATOR_CRDS = ("nodefeaturediscoveries.nfd.openshift.io", "clusterpolicies.nvidia.com")
+
+
+def olm_problem(found):
+    """The message when OLM's CRDs are missing (``found``: names of the CRDs the cluster has)."""
+    missing = [c for c in OLM_CRDS if c not in (found or [])]
+    if not missing:
+        return ""
+    return ("gpu_operator_preset openshift installs the GPU Operator and the NFD operator through OLM, but this cluster "
+            "serves no %s (OLM is not installed). Nothing was applied. Install OLM first, or use a Helm preset "
+            "(gpu_operator_preset: kubeadm, k3s, rke2, ...)." % ", ".join(missing))

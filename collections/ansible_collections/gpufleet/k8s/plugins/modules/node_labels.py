@@ -1,0 +1,221 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: node_labels
+short_description: Set the labels and taints gpufleet owns on existing Nodes, keeping everyone else's
+version_added: "0.1.0"
+description:
+  - Reads every Node once, then writes each Node that must change with a JSON merge patch that
+    carries the C(resourceVersion) it read (the API server refuses it with 409 if the Node changed
+    in between; the module reads that Node again and recomputes, up to five times).
+  - Labels and taints not owned by gpufleet (kubelet, kube-controller-manager's cordon and NotReady
+    taints, C(kubectl taint) by anyone) are kept; the taint list is rewritten with them in place.
+  - What gpufleet owns is recorded on each Node in the annotation C(gpufleet.io/owned); only that is
+    ever removed (a pool's changed labels or taints, a host dropped from the inventory with
+    O(prune), everything with an empty O(nodes) list). Nodes labelled by older gpufleet versions
+    with server-side apply are recognised from C(metadata.managedFields) (manager C(gpufleet)).
+  - Never creates or deletes a Node. A Node in O(nodes) that does not exist fails the module, naming
+    the host, before anything is written; so does a label or taint another party set to a
+    different value (unless O(force_conflicts)).
+author:
+  - gpufleet maintainers
+options:
+  nodes:
+    description: Every Node gpufleet manages, with the labels and taints it wants there.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The Node name.
+        type: str
+        required: true
+      host:
+        description: The inventory host, for messages.
+        type: str
+      labels:
+        description: Labels gpufleet sets.
+        type: dict
+        default: {}
+      taints:
+        description: Taints gpufleet sets (C(key), C(value), C(effect)).
+        type: list
+        elements: dict
+        default: []
+  prune:
+    description: Remove what gpufleet owns from every Node not in O(nodes).
+    type: bool
+    default: true
+  force_conflicts:
+    description: Overwrite labels and taints someone else set to another value instead of failing.
+    type: bool
+    default: false
+  kubeconfig:
+    description: Path to a kubeconfig (as in kubernetes.core).
+    type: raw
+  context:
+    description: Kubeconfig context.
+    type: str
+  host:
+    description: API server URL.
+    type: str
+  api_key:
+    description: Bearer token.
+    type: str
+  validate_certs:
+    description: Verify the API server's certificate.
+    type: bool
+    aliases: [verify_ssl]
+  ca_cert:
+    description: CA bundle of the API server.
+    type: path
+    aliases: [ssl_ca_cert]
+  client_cert:
+    description: Client certificate.
+    type: path
+    aliases: [cert_file]
+  client_key:
+    description: Client key.
+    type: path
+    aliases: [key_file]
+attributes:
+  check_mode:
+    support: full
+    details: Reads the Nodes and reports what would change; writes nothing.
+  diff_mode:
+    support: full
+    details: One diff per changed Node (labels, taints and the ownership record, before and after).
+requirements:
+  - kubernetes (Python client)
+notes:
+  - Uses kubernetes.core's client setup, so the same connection options (and C(K8S_AUTH_*)
+    environment variables) reach the same cluster as every kubernetes.core task.
+"""
+
+EXAMPLES = r"""
+- name: Label and taint the GPU pools' Nodes
+  gpufleet.k8s.node_labels:
+    nodes:
+      - name: gpu-a1
+        host: gpu-a1.example.com
+        labels: {gpufleet.io/pool: train}
+        taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+
+- name: Remove everything gpufleet set on any Node
+  gpufleet.k8s.node_labels:
+    nodes: []
+"""
+
+RETURN = r"""
+nodes:
+  description: One entry per Node gpufleet owns something on, or wants to.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name: {description: Node name, type: str}
+    host: {description: Inventory host (null for Nodes no longer in the inventory), type: str}
+    changed: {description: Whether this Node was (or in check mode would be) written, type: bool}
+    after: {description: Labels, taints and ownership record after the change, type: dict}
+notes:
+  description: Labels gpufleet no longer claims because someone else changed them.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import json
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import (
+    FIELD_MANAGER, Conflict, converge, plan_diff)
+
+try:
+    import kubernetes
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+    HAS_K8S = True
+except ImportError:
+    HAS_K8S = False
+
+AUTH_KEYS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key")
+
+
+class NodeApi:
+    """list/get/patch Nodes through the kubernetes client, as plain dicts."""
+
+    def __init__(self, api_client):
+        self.core = kubernetes.client.CoreV1Api(api_client)
+
+    def list_nodes(self):
+        return json.loads(self.core.list_node(_preload_content=False).data).get("items") or []
+
+    def get_node(self, name):
+        return json.loads(self.core.read_node(name, _preload_content=False).data)
+
+    def patch_node(self, name, patch):
+        try:
+            self.core.patch_node(name, patch, field_manager=FIELD_MANAGER,
+                                 _content_type="application/merge-patch+json", _preload_content=False)
+        except kubernetes.client.exceptions.ApiException as exc:
+            if exc.status == 409:
+                raise Conflict(name)
+            raise
+
+
+def argspec():
+    return dict(
+        nodes=dict(type="list", elements="dict", default=[], options=dict(
+            name=dict(type="str", required=True), host=dict(type="str"),
+            labels=dict(type="dict", default={}), taints=dict(type="list", elements="dict", default=[]))),
+        prune=dict(type="bool", default=True),
+        force_conflicts=dict(type="bool", default=False),
+        kubeconfig=dict(type="raw", no_log=True),
+        context=dict(type="str"),
+        host=dict(type="str"),
+        api_key=dict(type="str", no_log=True),
+        validate_certs=dict(type="bool", aliases=["verify_ssl"]),
+        ca_cert=dict(type="path", aliases=["ssl_ca_cert"]),
+        client_cert=dict(type="path", aliases=["cert_file"]),
+        client_key=dict(type="path", aliases=["key_file"]),
+    )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    if not HAS_K8S:
+        module.fail_json(msg=missing_required_lib("kubernetes"))
+    p = module.params
+    try:
+        client = get_api_client(**{k: p[k] for k in AUTH_KEYS if p.get(k) is not None})
+        plans = converge(NodeApi(client.client.client), p["nodes"], prune=p["prune"], force=p["force_conflicts"],
+                         check_mode=module.check_mode)
+    except GpufleetError as exc:
+        module.fail_json(msg=exc.msg, **exc.details)
+    except Exception as exc:  # the client's own errors (connection, auth, API status)
+        module.fail_json(msg="gpufleet could not read or write Nodes: %s" % exc)
+    changed = [pl for pl in plans if pl["changed"]]
+    result = dict(
+        changed=bool(changed),
+        nodes=[{"name": pl["name"], "host": pl.get("host"), "changed": pl["changed"], "after": pl["after"]}
+               for pl in plans],
+        notes=[n for pl in plans for n in pl["notes"]],
+    )
+    if module._diff and changed:
+        result["diff"] = [plan_diff(pl) for pl in changed]
+    for note in result["notes"]:
+        module.warn(note)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: validation_jobs
+short_description: Wait for gpufleet's validation Jobs and say why each one failed
+version_added: "0.1.0"
+description:
+  - Reads the Jobs, Pods and Events of the validation namespace every O(poll) seconds until every
+    Job in O(expected) has a verdict, or O(timeout) passes.
+  - A Job ends the wait at once when it is Complete or Failed, when the API server refused its pods
+    (C(FailedCreate), e.g. Pod Security admission), or when a pod cannot start (image pull, container
+    config). The verdict names that cause; a Job still running at the deadline is failed with what it
+    was waiting for (Pending and the scheduler's reason, ...).
+  - Read-only.
+author:
+  - gpufleet maintainers
+options:
+  namespace:
+    description: Namespace of the validation Jobs.
+    type: str
+    required: true
+  label_selector:
+    description: Label selector of the Jobs (and their pods).
+    type: str
+    default: gpufleet.io/validate
+  expected:
+    description: Job names that must exist and finish.
+    type: list
+    elements: str
+    default: []
+  timeout:
+    description: Seconds to wait for all of them together.
+    type: int
+    default: 300
+  poll:
+    description: Seconds between reads.
+    type: int
+    default: 5
+  kubeconfig:
+    description: Path to a kubeconfig (as in kubernetes.core).
+    type: raw
+  context:
+    description: Kubeconfig context.
+    type: str
+  host:
+    description: API server URL.
+    type: str
+  api_key:
+    description: Bearer token.
+    type: str
+  validate_certs:
+    description: Verify the API server's certificate.
+    type: bool
+    aliases: [verify_ssl]
+  ca_cert:
+    description: CA bundle of the API server.
+    type: path
+    aliases: [ssl_ca_cert]
+attributes:
+  check_mode:
+    support: full
+    details: Reads once and does not wait.
+  diff_mode:
+    support: none
+requirements:
+  - kubernetes (Python client)
+"""
+
+EXAMPLES = r"""
+- name: Wait for the smoke Jobs
+  gpufleet.k8s.validation_jobs:
+    namespace: gpufleet-validate
+    expected: [gpufleet-smoke-train, gpufleet-metrics-check]
+    timeout: 300
+  register: validation
+"""
+
+RETURN = r"""
+verdicts:
+  description: Per Job, C(passed), C(failed) with the cause, or (check mode) C(running) with what it waits for.
+  returned: always
+  type: dict
+smoke:
+  description: Per pool, the verdict of its smoke Job.
+  returned: always
+  type: dict
+metrics:
+  description: Verdict of the metrics probe (C(not run) without one).
+  returned: always
+  type: str
+"""
+
+import json
+import time
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.smoke import (
+    final_verdicts, job_verdicts, split_verdicts, verdicts_done)
+
+try:
+    import kubernetes
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+    HAS_K8S = True
+except ImportError:
+    HAS_K8S = False
+
+AUTH_KEYS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert")
+
+
+def argspec():
+    return dict(
+        namespace=dict(type="str", required=True),
+        label_selector=dict(type="str", default="gpufleet.io/validate"),
+        expected=dict(type="list", elements="str", default=[]),
+        timeout=dict(type="int", default=300),
+        poll=dict(type="int", default=5),
+        kubeconfig=dict(type="raw", no_log=True),
+        context=dict(type="str"),
+        host=dict(type="str"),
+        api_key=dict(type="str", no_log=True),
+        validate_certs=dict(type="bool", aliases=["verify_ssl"]),
+        ca_cert=dict(type="path", aliases=["ssl_ca_cert"]),
+    )
+
+
+def _items(response):
+    return json.loads(response.data).get("items") or []
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    if not HAS_K8S:
+        module.fail_json(msg=missing_required_lib("kubernetes"))
+    p = module.params
+    try:
+        core = kubernetes.client.CoreV1Api(get_api_client(**{k: p[k] for k in AUTH_KEYS if p.get(k) is not None}).client.client)
+        batch = kubernetes.client.BatchV1Api(core.api_client)
+        deadline = time.time() + p["timeout"]
+        while True:
+            jobs = _items(batch.list_namespaced_job(p["namespace"], label_selector=p["label_selector"], _preload_content=False))
+            pods = _items(core.list_namespaced_pod(p["namespace"], _preload_content=False))
+            events = _items(core.list_namespaced_event(p["namespace"], _preload_content=False))
+            verdicts = job_verdicts(jobs, pods, events, p["expected"])
+            if verdicts_done(verdicts) or module.check_mode:
+                break
+            if time.time() >= deadline:
+                verdicts = final_verdicts(verdicts)
+                break
+            time.sleep(p["poll"])
+    except Exception as exc:  # the client's own errors
+        module.fail_json(msg="gpufleet could not read the validation Jobs in %s: %s" % (p["namespace"], exc))
+    smoke, metrics = split_verdicts(verdicts)
+    module.exit_json(changed=False, verdicts=verdicts, smoke=smoke, metrics=metrics)
+
+
+if __name__ == "__main__":
+    main()
