@@ -1,9 +1,10 @@
-// Validate ServiceMonitor objects against the prometheus-operator schema of
+// Validate ServiceMonitor and PrometheusRule objects against the prometheus-operator schema of
 // @kubernetes-models/prometheus-operator. Reads a JSON array of objects on stdin; prints one
 // line per object ("ok KIND/NAME" or "invalid KIND/NAME: reason") and exits 1 if any is invalid.
 import { ServiceMonitor } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor";
+import { PrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
 
-const kinds = { ServiceMonitor };
+const kinds = { ServiceMonitor, PrometheusRule };
 let input = "";
 process.stdin.setEncoding("utf8");
 process.stdin.on("data", (chunk) => { input += chunk; });

@@ -250,3 +250,22 @@ def workflow_survey_spec(stage_specs):
     return {"name": "gpufleet site",
             "description": "What a person answers when launching every stage; everything else comes from the inventory",
             "spec": spec}
+
+
+def check(params, plan, problems):
+    """Preflight: the node stage's batch inputs (play keywords, read from extra vars only)."""
+    extra = params.get("extra") or {}
+    serial = extra.get("gpufleet_nodes_serial")
+    if serial not in (None, "", []):
+        try:
+            serial_batches(serial)
+        except GpufleetError as exc:
+            problems.error("gpufleet_nodes_serial", exc.msg.partition(": ")[2])
+    budget = extra.get("gpufleet_nodes_max_fail_percentage")
+    if budget not in (None, ""):
+        try:
+            number = int(budget)
+        except (TypeError, ValueError):
+            number = -1
+        if isinstance(budget, bool) or not 0 <= number <= 100:
+            problems.error("gpufleet_nodes_max_fail_percentage", "%r; use a percentage from 0 to 100" % (budget,))

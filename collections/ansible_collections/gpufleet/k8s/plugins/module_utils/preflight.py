@@ -19,6 +19,8 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import validate_
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons_preflight
 from ansible_collections.gpufleet.k8s.plugins.module_utils import mirror
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp
+from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_monitoring
+from ansible_collections.gpufleet.k8s.plugins.module_utils import awx_survey
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
@@ -29,6 +31,8 @@ CHECKS.append(addons_preflight.check)
 CHECKS.append(driver_compat.check)
 CHECKS.append(mirror.check)
 CHECKS.append(node_stamp.check_inputs)
+CHECKS.append(gpu_monitoring.check)
+CHECKS.append(awx_survey.check)
 
 
 def run_preflight(params):
