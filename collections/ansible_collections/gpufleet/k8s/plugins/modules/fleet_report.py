@@ -64,7 +64,7 @@ options:
     type: str
     default: 24h
   prices:
-    description: Price per GPU-hour by GPU type (C({a100-80gb: 3.67})), for the idle cost estimate.
+    description: "Price per GPU-hour by GPU type (C({a100-80gb: 3.67})), for the idle cost estimate."
     type: dict
     default: {}
   generated_at:
