@@ -19,13 +19,14 @@ INVENTORIES = sorted(d for d in os.listdir(os.path.join(ROOT, "inventories"))
                      if os.path.isfile(os.path.join(ROOT, "inventories", d, "hosts.yml")))
 CORE = ("v1", "apps/v1", "node.k8s.io/v1", "rbac.authorization.k8s.io/v1", "scheduling.k8s.io/v1")
 EXPECTED = {
-    "example": {"cluster/device-plugin", "cluster/dcgm-exporter"},
-    "eks": {"cluster/device-plugin", "cluster/dcgm-exporter"},
-    "k3s": {"cluster/device-plugin", "cluster/dcgm-exporter"},
-    "gke": set(),  # GKE runs device plugin and DCGM metrics itself: only the scrape job file
-    "gke-autopilot": set(),
-    "openshift": {"cluster/gpu-operator", "cluster/gpu-operator-policy"},
-    "kubeadm-operator": {"cluster/gpu-operator"},
+    "example": {"cluster/device-plugin", "cluster/dcgm-exporter", "cluster/gpu-monitoring"},
+    "eks": {"cluster/device-plugin", "cluster/dcgm-exporter", "cluster/gpu-monitoring"},
+    "k3s": {"cluster/device-plugin", "cluster/dcgm-exporter", "cluster/gpu-monitoring"},
+    # GKE runs device plugin and DCGM metrics itself: the scrape job file, dashboard and alerts
+    "gke": {"cluster/gpu-monitoring"},
+    "gke-autopilot": set(),  # gpufleet_addons_mode none
+    "openshift": {"cluster/gpu-operator", "cluster/gpu-operator-policy", "cluster/gpu-monitoring"},
+    "kubeadm-operator": {"cluster/gpu-operator", "cluster/gpu-monitoring"},
 }
 
 
@@ -76,6 +77,10 @@ def test_components_are_rendered_and_schema_valid(rendered):
     if inv in ("gke", "example", "eks", "k3s"):
         job = yaml.safe_load(files["cluster/dcgm-exporter/prometheus-scrape-job.yaml"])["scrape_configs"][0]
         assert (job["scrape_interval"], job["scrape_timeout"]) == ("15s", "10s")
+    if "cluster/gpu-monitoring" in EXPECTED[inv]:
+        assert "groups" in yaml.safe_load(files["cluster/gpu-monitoring/prometheus-rules.yml"])
+    else:
+        assert not any(f.startswith("cluster/gpu-monitoring/") for f in files)
     if inv == "openshift":
         values = yaml.safe_load(files["cluster/gpu-operator/gpu-operator-values.yaml"])
         assert values["driver"]["kernelModuleType"] == "open"

@@ -88,3 +88,27 @@ def test_every_collection_used_is_required():
     missing = sorted(used - required)
     assert not missing, "collections used but not in collections/requirements.yml: %s" % missing
     assert load_ee()["dependencies"]["galaxy"] == "collections/requirements.yml"
+
+
+def test_the_clis_the_roles_call_are_in_the_image(tmp_path):
+    """helm (kubernetes.core.helm, operator mode), gcloud + gke-gcloud-auth-plugin (GKE apply) and
+    the AWS CLI (EKS kubeconfig exec) are installed, pinned, by the generated Containerfile. The
+    image cannot be built here (no registry, no internet beyond PyPI/apt/npm)."""
+    roles_text = "".join(open(os.path.join(d, f)).read() for d, _s, fs in os.walk(os.path.join(ROOT, "roles"))
+                         for f in fs if f.endswith(".yml"))
+    assert "kubernetes.core.helm:" in roles_text and "gcloud container clusters update" in roles_text
+    builder = os.path.join(os.path.dirname(sys.executable), "ansible-builder")
+    proc = subprocess.run([builder, "create", "-f", EE, "-c", str(tmp_path / "ctx"), "--output-filename", "Containerfile"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    containerfile = (tmp_path / "ctx" / "Containerfile").read_text()
+    final = containerfile[containerfile.rindex("FROM "):]
+    assert re.search(r"ARG HELM_VERSION=v\d+\.\d+\.\d+", final)
+    assert "sha256sum -c helm-${HELM_VERSION}-linux-amd64.tar.gz.sha256sum" in final
+    assert "install -m 0755 linux-amd64/helm /usr/local/bin/helm" in final
+    assert re.search(r"ARG GCLOUD_VERSION=\d+\.\d+\.\d+", final)
+    assert "components install gke-gcloud-auth-plugin" in final
+    assert re.search(r"ARG AWSCLI_VERSION=2\.\d+\.\d+", final)
+    assert "awscli-exe-linux-x86_64-${AWSCLI_VERSION}.zip" in final and "aws/install --bin-dir /usr/local/bin" in final
+    with open(os.path.join(ROOT, "bindep.txt")) as handle:
+        assert {"tar", "gzip", "unzip"} <= {line.split()[0] for line in handle if line.strip() and not line.startswith("#")}

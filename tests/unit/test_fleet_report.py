@@ -24,7 +24,8 @@ def fixture(name):
 
 def live_report():
     return build_report(PLAN, nodes=fixture("nodes.json")["items"], pods=fixture("pods.json")["items"],
-                        utilisation=fixture("prometheus.json"), idle_percent=10)
+                        utilisation=fixture("prometheus.json"), idle_percent=10,
+                        utilisation_scale=1.0)  # recorded DCGM_FI_DEV_GPU_UTIL, already in percent
 
 
 def test_pod_requests_count_gpu_and_mig_limits_only():
@@ -34,7 +35,7 @@ def test_pod_requests_count_gpu_and_mig_limits_only():
 
 
 def test_utilisation_grouped_by_node():
-    util = parse_utilisation(fixture("prometheus.json"))
+    util = parse_utilisation(fixture("prometheus.json"), 1.0)
     assert len(util["a100-node-01.example.internal"]) == 8 and util["l4-node-02.example.internal"] == [41.0]
     assert parse_utilisation({"status": "error"}) == {}
 
@@ -45,16 +46,19 @@ def test_live_report_numbers():
     assert (train["nodes"], train["gpus"], train["capacity"], train["requested"], train["idle"]) == (2, 16, 112, 56, 56)
     assert train["avg_utilisation"] == 44.9  # (718/8 + 0) / 2 nodes' 16 samples
     assert (infer["nodes"], infer["capacity"], infer["requested"], infer["idle"]) == (3, 12, 3, 9)
-    assert report["totals"] == {"pools": 2, "nodes": 5, "gpus": 19, "capacity": 124, "requested": 59}
+    assert report["totals"] == {"pools": 2, "nodes": 5, "gpus": 19, "capacity": 124, "requested": 59,
+                                "idle_gpu_hours": 273.0, "idle_cost": None}
+    # idle GPU-hours over the 24h window: physical GPUs x hours x (1 - utilisation)
+    assert train["idle_gpu_hours"] == 211.7   # 16 x 24 x (1 - 0.44875), from the unrounded mean
     assert report["source"] == "cluster"
 
 
 def test_right_sizing_hints():
     hints = live_report()["hints"]
     assert "pool train-a100 is at its max (2 of 2 nodes): raise max_nodes or expect pending GPU pods" in hints
-    assert any(h.startswith("node a100-node-02.example.internal: all 56 GPUs idle") for h in hints)  # only a Succeeded pod
-    assert any(h.startswith("node l4-node-03.example.internal: all 4 GPUs idle") for h in hints)
-    assert any(h.startswith("node l4-node-01.example.internal: 2 GPU(s) allocated but only 3.5% utilised") for h in hints)
+    assert any(h.startswith("node a100-node-02.example.internal: all 56 GPU units idle") for h in hints)  # only a Succeeded pod
+    assert any(h.startswith("node l4-node-03.example.internal: all 4 GPU units idle") for h in hints)
+    assert any(h.startswith("node l4-node-01.example.internal: 2 GPU unit(s) allocated but only 3.5% utilised") for h in hints)
     assert not any("l4-node-02" in h for h in hints)  # 41% utilised: fine
     assert not any("infer-l4 is at its max" in h for h in hints)  # 3 of 6
 
@@ -90,14 +94,18 @@ def test_files_are_deterministic_and_html_is_self_contained_with_numbers():
     files = render_files(live_report())
     assert files == render_files(live_report())
     assert json.loads(files["fleet.json"])["totals"]["capacity"] == 124
-    assert "| train-a100 | a100-80gb | 8 | mig | 2 | 16 | 2 | 112 | 112 | 56 | 56 | 44.9 |" in files["fleet.md"]
+    assert "| train-a100 | a100-80gb | 8 | mig | 2 | 16 | 2 | 112 | 112 | 56 | 56 | 44.9 | 211.7 | - | 580.95.05 |" in files["fleet.md"]
     page = files["fleet.html"]
     assert not re.search(r"<(script|link)\b|src=\"http", page)  # no external resources, no scripts
     parser = _Collect()
     parser.feed(page)
     assert {"summary", "pools", "nodes", "hints", "capacity", "gpus"} <= set(parser.ids)
-    assert parser.cells[:11] == ["train-a100", "a100-80gb", "8", "mig", "2", "16", "2", "112", "56", "56", "44.9"]
+    assert parser.cells[:14] == ["train-a100", "a100-80gb", "8", "mig", "2", "16", "2", "112", "56", "56", "44.9",
+                                 "211.7", "-", "580.95.05"]
     bars = {(label, value) for label, value, _w in parser.bars}
-    assert ("train-a100", "112") in bars and ("infer-l4", "3") in bars and ("train-a100", "44.9") in bars
+    # physical GPUs (16 A100 vs 3 L4), not MIG slices vs time-slices (112 vs 12)
+    assert ("train-a100", "16") in bars and ("infer-l4", "3") in bars and ("train-a100", "44.9") in bars
+    assert ("train-a100", "50.0") in bars and ("infer-l4", "25.0") in bars   # requested share of schedulable units
     widths = {(label, value): w for label, value, w in parser.bars}
-    assert widths[("train-a100", "112")] > widths[("infer-l4", "12")] > 0
+    assert widths[("train-a100", "16")] > widths[("infer-l4", "3")] > 0
+    assert max(len(line) for line in page.splitlines()) < 400   # reviewable diffs: no single-line HTML

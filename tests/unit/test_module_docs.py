@@ -22,3 +22,15 @@ def test_ansible_doc_renders(module):
     assert set(doc["doc"]["attributes"]) >= {"check_mode", "diff_mode"}
     assert doc["examples"].strip() and "gpufleet.k8s." + module in doc["examples"]
     assert doc["return"] is not None
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_plain_ansible_doc_renders(module):
+    """The plain text renderer reads every description as text: a notes line YAML parses as a mapping
+    ("word: rest") passes --json but fails here."""
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-doc"), "-t", "module",
+                           "gpufleet.k8s." + module], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0 and "ERROR" not in proc.stderr, proc.stderr
+    assert "> MODULE gpufleet.k8s.%s " % module in proc.stdout
+    assert "EXAMPLES:" in proc.stdout and "RETURN VALUES:" in proc.stdout

@@ -3,9 +3,9 @@
 # Apache License 2.0
 """Role argument specs (meta/argument_specs.yml) turned into other interfaces.
 
-Two consumers, so that neither can drift from the roles' real inputs:
-- AWX / Automation Controller job-template surveys (``survey_spec``);
-- the variables section of each role's README (``role_readme_section``).
+Consumers, so that none can drift from the roles' real inputs:
+- the variables section of each role's README (``role_readme_section``);
+- the AWX surveys (module_utils/awx_survey.py), which may only ask about documented options.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -23,8 +23,6 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Gpuflee
 README_BEGIN = "<!-- BEGIN generated from meta/argument_specs.yml -->"
 README_END = "<!-- END generated from meta/argument_specs.yml -->"
 INCLUDE_ROLE = re.compile(r"^\s*name:\s*([a-z0-9_]+)\s*$")
-# AWX survey limits: text answers up to 1024 characters unless max is set.
-TEXT_MAX = 4096
 
 
 def load_role_spec(roles_dir, role, entry="main"):
@@ -37,66 +35,6 @@ def load_role_spec(roles_dir, role, entry="main"):
         return data["argument_specs"][entry]
     except (KeyError, TypeError):
         raise GpufleetError("%s: no argument_specs.%s entry" % (path, entry))
-
-
-def _default_text(option):
-    default = option.get("default")
-    if default is None:
-        return ""
-    if isinstance(default, bool):
-        return "true" if default else "false"
-    if isinstance(default, (list, dict)):
-        return json.dumps(default, sort_keys=True)
-    return str(default)
-
-
-def survey_question(name, option):
-    """One AWX survey question for one argument-spec option."""
-    opt_type = option.get("type", "str")
-    description = option.get("description", "")
-    if isinstance(description, list):
-        description = " ".join(description)
-    question = {
-        "question_name": name,
-        "question_description": description,
-        "variable": name,
-        "required": bool(option.get("required", False)),
-        "default": _default_text(option),
-    }
-    choices = option.get("choices")
-    if option.get("no_log"):
-        question["type"] = "password"
-    elif opt_type == "bool":
-        question.update(type="multiplechoice", choices=["true", "false"])
-    elif opt_type == "int":
-        question["type"] = "integer"
-        question["default"] = option.get("default", "")
-    elif opt_type == "float":
-        question["type"] = "float"
-        question["default"] = option.get("default", "")
-    elif opt_type == "list" and choices:
-        question.update(type="multiselect", choices=[str(c) for c in choices],
-                        default="\n".join(str(d) for d in (option.get("default") or [])))
-    elif choices:
-        question.update(type="multiplechoice", choices=[str(c) for c in choices])
-    elif opt_type in ("list", "dict", "raw"):
-        # structured values are entered as YAML/JSON text; the role's own argument spec and
-        # gpufleet preflight validate them when the job runs
-        question.update(type="textarea", min=0, max=TEXT_MAX * 16)
-    elif opt_type in ("str", "path"):
-        question.update(type="text", min=0, max=TEXT_MAX)
-    else:
-        raise GpufleetError("argument type %r of %s has no survey mapping" % (opt_type, name))
-    return question
-
-
-def survey_spec(name, options):
-    """An AWX survey_spec for the given {variable: option} mapping (sorted, deterministic)."""
-    return {
-        "name": name,
-        "description": "Generated from the roles' meta/argument_specs.yml",
-        "spec": [survey_question(var, options[var]) for var in sorted(options)],
-    }
 
 
 def roles_of_playbook(path):

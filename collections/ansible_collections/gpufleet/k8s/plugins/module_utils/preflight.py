@@ -20,6 +20,8 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import addons_preflig
 from ansible_collections.gpufleet.k8s.plugins.module_utils import mirror
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_prep
+from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_monitoring
+from ansible_collections.gpufleet.k8s.plugins.module_utils import awx_survey
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
@@ -31,6 +33,8 @@ CHECKS.append(driver_compat.check)
 CHECKS.append(mirror.check)
 CHECKS.append(node_stamp.check_inputs)
 CHECKS.append(node_prep.check)
+CHECKS.append(gpu_monitoring.check)
+CHECKS.append(awx_survey.check)
 
 
 def run_preflight(params):

@@ -10,12 +10,18 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: awx_surveys
-short_description: Build AWX job-template surveys from the roles' argument specs
+short_description: Build the AWX job-template surveys of the stage playbooks
 version_added: "0.1.0"
 description:
-  - For each stage playbook, finds the roles it includes and turns their
-    C(meta/argument_specs.yml) options into an AWX / Automation Controller C(survey_spec),
-    so that surveys cannot drift from the roles' real inputs.
+  - For each stage playbook, returns an AWX / Automation Controller C(survey_spec) with the few
+    questions a person answers when launching that stage (apply or render, reboot approval, batch
+    sizes, pools to try). Everything else comes from the inventory.
+  - No question has a default, because AWX sends every survey default as an extra var, which
+    would override the inventory. Answers that need a type (booleans, YAML/JSON lists and dicts)
+    are asked as C(gpufleet_survey_*) variables; role C(gpufleet_survey) parses the non-empty ones
+    into the real variables before preflight.
+  - A question may only ask about a variable that a role of the stage (its
+    C(meta/argument_specs.yml)) or the README's main variables table documents.
   - Reads files only; changes nothing.
 author:
   - gpufleet maintainers
@@ -49,11 +55,18 @@ surveys:
   description: Survey spec per playbook path.
   returned: always
   type: dict
+workflow_survey:
+  description: Survey spec of the workflow template (every stage question once).
+  returned: always
+  type: dict
 """
+
+import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.argspec_docs import stage_options, survey_spec
+from ansible_collections.gpufleet.k8s.plugins.module_utils.awx_survey import (
+    stage_survey_options, survey_spec, workflow_survey_spec)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 
 
@@ -69,10 +82,12 @@ def main():
     surveys = {}
     try:
         for playbook in module.params["playbooks"]:
-            surveys[playbook] = survey_spec("gpufleet " + playbook, stage_options(module.params["project_dir"], playbook))
+            stage = os.path.splitext(os.path.basename(playbook))[0]
+            surveys[playbook] = survey_spec(stage, stage_survey_options(module.params["project_dir"], stage))
     except (GpufleetError, OSError) as exc:
         module.fail_json(msg="cannot build surveys: %s" % exc)
-    module.exit_json(changed=False, surveys=surveys)
+    workflow = workflow_survey_spec([surveys[p] for p in module.params["playbooks"]])
+    module.exit_json(changed=False, surveys=surveys, workflow_survey=workflow)
 
 
 if __name__ == "__main__":

@@ -47,12 +47,29 @@ options:
     type: list
     elements: dict
   utilisation:
-    description: Prometheus instant-query response for average DCGM_FI_DEV_GPU_UTIL per GPU.
+    description:
+      - Prometheus instant-query response for the average of DCGM_FI_PROF_GR_ENGINE_ACTIVE (0-1) per
+        node (C(Hostname)), GPU and MIG instance over I(window).
     type: dict
+  utilisation_scale:
+    description: Factor from the query's values to percent (100 for the 0-1 ratio, 1 for a metric in percent).
+    type: float
+    default: 100.0
   idle_percent:
     description: Utilisation below which allocated GPUs are flagged.
     type: float
     default: 10.0
+  window:
+    description: The utilisation window (PromQL duration such as C(24h)), for idle GPU-hours.
+    type: str
+    default: 24h
+  prices:
+    description: "Price per GPU-hour by GPU type (C({a100-80gb: 3.67})), for the idle cost estimate."
+    type: dict
+    default: {}
+  generated_at:
+    description: Timestamp written into the report (apply mode; render mode leaves it out so that a re-render is identical).
+    type: str
 attributes:
   check_mode:
     support: full
@@ -97,7 +114,11 @@ def argspec():
         nodes=dict(type="list", elements="dict"),
         pods=dict(type="list", elements="dict"),
         utilisation=dict(type="dict"),
+        utilisation_scale=dict(type="float", default=100.0),
         idle_percent=dict(type="float", default=10.0),
+        window=dict(type="str", default="24h"),
+        prices=dict(type="dict", default={}),
+        generated_at=dict(type="str"),
     )
 
 
@@ -105,7 +126,9 @@ def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
     p = module.params
     try:
-        report = build_report(p["plan"], p["groups"], p["gpu_facts"], p["nodes"], p["pods"], p["utilisation"], p["idle_percent"])
+        report = build_report(p["plan"], p["groups"], p["gpu_facts"], p["nodes"], p["pods"], p["utilisation"],
+                              p["idle_percent"], window=p["window"], prices=p["prices"], generated_at=p["generated_at"],
+                              utilisation_scale=p["utilisation_scale"])
     except (KeyError, TypeError, ValueError) as exc:
         module.fail_json(msg="cannot build the fleet report: %s: %s" % (type(exc).__name__, exc))
     files = render_files(report)

@@ -69,7 +69,7 @@ attributes:
   diff_mode:
     support: full
 notes:
-  - The watch list should be broad: a false difference only costs a full run of the stage.
+  - "The watch list should be broad: a false difference only costs a full run of the stage."
 """
 
 EXAMPLES = r"""

@@ -1,0 +1,58 @@
+"""The report stage returns what was rendered as AWX job artifacts (set_stats), read here from
+the real run's custom stats (ansible.posix.json callback, as AWX reads them through the runner)."""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+
+
+def run(playbook, build, *extra, json_out=False):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+    if json_out:
+        env.update(ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_SHOW_CUSTOM_STATS="1")
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), playbook, "-e", "gpufleet_build_dir=%s" % build]
+                          + list(extra), cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads(proc.stdout) if json_out else proc.stdout
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    path = tmp_path_factory.mktemp("artifacts") / "example"
+    run("playbooks/provision.yml", path)
+    return path
+
+
+def on_disk(build):
+    out = {}
+    for dirpath, _dirs, files in os.walk(build):
+        for name in files:
+            full = os.path.join(dirpath, name)
+            out[os.path.relpath(full, build)] = open(full, "rb").read()
+    return out
+
+
+def test_rendered_files_come_back_as_job_artifacts(build):
+    stats = run("playbooks/report.yml", build, json_out=True)["global_custom_stats"]["gpufleet_build"]
+    files = on_disk(build)
+    assert any(k.startswith("provision/nodes/") for k in files) and "plan.md" in files
+    assert sorted(stats["contents"]) == sorted(files)
+    for rel, data in files.items():
+        assert stats["contents"][rel].encode() == data, rel
+        assert stats["sha1"][rel] == hashlib.sha1(data).hexdigest()
+        assert stats["sizes"][rel] == len(data)
+    assert stats["inventory"] == "example" and stats["mode"] == "render" and stats["contents_left_out"] is False
+
+
+def test_large_builds_return_checksums_only(build):
+    stats = run("playbooks/report.yml", build, "-e", "fleet_report_artifacts_max_bytes=100",
+                json_out=True)["global_custom_stats"]["gpufleet_build"]
+    assert stats["contents"] == {} and stats["contents_left_out"] is True
+    assert sorted(stats["sha1"]) == sorted(on_disk(build))

@@ -1,0 +1,94 @@
+"""Conventions a user meets first: every stage of site.yml runs alone with --tags <stage>, and
+the example inventories parse without a warning (no non-inventory file inside them)."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+INVENTORIES = sorted(d for d in os.listdir(os.path.join(ROOT, "inventories"))
+                     if os.path.isdir(os.path.join(ROOT, "inventories", d)))
+
+
+def _env():
+    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                ANSIBLE_FORCE_COLOR="0", PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+
+
+def _site_imports():
+    with open(os.path.join(ROOT, "site.yml")) as handle:
+        return yaml.safe_load(handle)
+
+
+STAGES = [re.match(r"playbooks/(\w+)\.yml$", entry["ansible.builtin.import_playbook"]).group(1)
+          for entry in _site_imports()]
+
+
+def test_every_stage_import_is_tagged_with_its_name():
+    assert STAGES == ["preflight", "provision", "nodes", "cluster", "validate", "report"]
+    for entry in _site_imports():
+        stage = re.match(r"playbooks/(\w+)\.yml$", entry["ansible.builtin.import_playbook"]).group(1)
+        assert stage in (entry.get("tags") or []), entry
+
+
+def _play_names(stage):
+    with open(os.path.join(ROOT, "playbooks", stage + ".yml")) as handle:
+        return [play["name"] for play in yaml.safe_load(handle)]
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_tags_select_exactly_one_stage(stage):
+    """--list-tasks --tags STAGE: tasks are listed under that stage's plays and under no other play."""
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "site.yml", "--list-tasks", "--tags", stage],
+                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    plays, current = {}, None
+    for line in proc.stdout.splitlines():
+        match = re.match(r"\s+play #\d+ \([^)]*\): (.*?)\tTAGS:", line)
+        if match:
+            current = match.group(1)
+            plays[current] = []
+        elif current and line.startswith("      ") and line.strip():
+            plays[current].append(line.strip())
+    own = set(_play_names(stage))
+    assert own <= set(plays)
+    assert any(plays[name] for name in own), "no task of stage %s runs with --tags %s" % (stage, stage)
+    others = {name: tasks for name, tasks in plays.items() if name not in own and tasks}
+    assert not others, "--tags %s also runs %s" % (stage, others)
+
+
+def test_tags_run_one_stage_for_real(tmp_path):
+    """A real render with --tags provision writes the provision tree and nothing of the cluster stage."""
+    build = tmp_path / "example"
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "site.yml", "--tags", "provision",
+                           "-e", "gpufleet_build_dir=%s" % build], cwd=ROOT, env=_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    assert sorted(os.listdir(build / "provision" / "nodes"))
+    assert not (build / "cluster").exists()
+    assert "Validate inputs and publish the plan" in proc.stdout
+
+
+@pytest.mark.parametrize("inventory", INVENTORIES)
+def test_inventory_parses_without_warnings(inventory):
+    proc = subprocess.run([os.path.join(BIN, "ansible-inventory"), "-i", os.path.join("inventories", inventory),
+                           "--list"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "WARNING" not in proc.stderr and "Failed to parse" not in proc.stderr, proc.stderr
+
+
+def test_no_kubernetes_manifest_inside_an_inventory_directory():
+    """Ansible reads every file under an inventory directory as an inventory source."""
+    found = []
+    for inventory in INVENTORIES:
+        for dirpath, _dirs, files in os.walk(os.path.join(ROOT, "inventories", inventory)):
+            for name in files:
+                path = os.path.join(dirpath, name)
+                if "group_vars" in path or "host_vars" in path or name == "hosts.yml":
+                    continue
+                found.append(os.path.relpath(path, ROOT))
+    assert not found
