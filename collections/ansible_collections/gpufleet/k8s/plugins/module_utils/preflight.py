@@ -19,6 +19,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import validate_
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons_preflight
 from ansible_collections.gpufleet.k8s.plugins.module_utils import mirror
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp
+from ansible_collections.gpufleet.k8s.plugins.module_utils import k8s_syntax
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
@@ -29,6 +30,7 @@ CHECKS.append(addons_preflight.check)
 CHECKS.append(driver_compat.check)
 CHECKS.append(mirror.check)
 CHECKS.append(node_stamp.check_inputs)
+CHECKS.append(k8s_syntax.check)
 
 
 def run_preflight(params):

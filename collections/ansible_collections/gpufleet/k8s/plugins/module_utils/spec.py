@@ -63,13 +63,15 @@ def normalize_pool(pool):
     out.update(copy.deepcopy(pool))
     if out.get("taints") is None:
         out["taints"] = [dict(DEFAULT_GPU_TAINT)]
-    sharing = dict(out.get("sharing") or {"mode": "none"})
-    sharing.setdefault("mode", "none")
-    if sharing["mode"] in ("time-slicing", "mps"):
-        sharing.setdefault("replicas", 2)
-    if sharing["mode"] == "mig":
-        sharing.setdefault("mig_strategy", "single")
-    out["sharing"] = sharing
+    # a sharing that is not a mapping stays as given: validate_pools names the variable and the form
+    if isinstance(out.get("sharing") or {}, dict):
+        sharing = dict(out.get("sharing") or {"mode": "none"})
+        sharing.setdefault("mode", "none")
+        if sharing["mode"] in ("time-slicing", "mps"):
+            sharing.setdefault("replicas", 2)
+        if sharing["mode"] == "mig":
+            sharing.setdefault("mig_strategy", "single")
+        out["sharing"] = sharing
     if out.get("node_group") is None and isinstance(out.get("name"), str):
         out["node_group"] = "gpu_pool_" + out["name"].replace("-", "_")
     return out

@@ -46,6 +46,12 @@ options:
     description: Further inventory values the checks of other stages read (driver, add-ons, providers).
     type: dict
     default: {}
+  inventory:
+    description:
+      - The inventory's C(groups) (to check that each self-managed pool's C(node_group) exists) and
+        C(node_names), the Node name of each GPU host (empty for the inventory name).
+    type: dict
+    default: {}
 attributes:
   check_mode:
     support: full
@@ -93,6 +99,7 @@ def argspec():
         pools=dict(type="list", elements="raw", required=True),
         apply=dict(type="bool", default=False),
         extra=dict(type="dict", default={}),
+        inventory=dict(type="dict", default={}),
     )
 
 
