@@ -16,7 +16,8 @@ from systemd_node import boot, podman, remove
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
 INVENTORY = os.path.join(ROOT, "tests", "integration", "inventories", "bad_input")
-NODE = "gpufleet-badinput-node"
+# unique per run: parallel checkouts on one machine must not share the container
+NODE = os.environ.setdefault("GPUFLEET_BADINPUT_NODE", "gpufleet-badinput-%s" % uuid.uuid4().hex[:8])
 with open(os.path.join(ROOT, "tests", "bad_inputs.yml")) as _handle:
     CASES = yaml.safe_load(_handle)
 STATE = ("dpkg-query -W -f='${Package} ${Version}\\n' | md5sum; "
@@ -52,7 +53,7 @@ def test_there_are_enough_cases():
 def test_baseline_passes_preflight_and_reaches_the_node(node, tmp_path):
     rc, out = run("playbooks/preflight.yml", {}, tmp_path / "b")
     assert rc == 0, out[-2000:]
-    ping = subprocess.run([os.path.join(BIN, "ansible"), NODE, "-i", INVENTORY, "-m", "ansible.builtin.ping"],
+    ping = subprocess.run([os.path.join(BIN, "ansible"), "gpufleet-badinput-node", "-i", INVENTORY, "-m", "ansible.builtin.ping"],
                           cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg")))
     assert ping.returncode == 0 and "ping: pong" in ping.stdout, ping.stdout + ping.stderr
 

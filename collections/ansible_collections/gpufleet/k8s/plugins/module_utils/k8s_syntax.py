@@ -68,7 +68,14 @@ BOOL_VARS = (
     "nvidia_driver_blacklist_nouveau", "nvidia_driver_hold_kernel", "nvidia_driver_persistence",
     "nvidia_driver_prepare_node", "nvidia_driver_replace_preinstalled",
 )
-BOOL_WORDS = ("true", "false", "yes", "no")
+# What Ansible reads as a boolean (argument specs, the bool filter the roles read these through).
+BOOL_WORDS = ("true", "false", "yes", "no", "on", "off", "y", "n", "t", "f", "1", "0")
+# Checked with their own concern's wording (driver_compat, pools_check, addons_preflight).
+BOOL_VARS_CHECKED_ELSEWHERE = (
+    "gpu_pools_examples", "gpu_pools_gke_auto_repair", "gpu_pools_gke_auto_upgrade", "gpu_pools_gke_integrity_monitoring",
+    "gpu_pools_gke_secure_boot", "nvidia_device_plugin_gfd_enabled", "nvidia_device_plugin_nfd_enabled",
+    "nvidia_driver_blacklist_nouveau", "nvidia_driver_hold_kernel", "nvidia_driver_persistence",
+    "nvidia_driver_replace_preinstalled")
 # Pool fields that are booleans: inside a pool there is no command-line form, so only true/false.
 POOL_BOOL_FIELDS = ("compute_class",)
 SHARING_BOOL_FIELDS = ("rename_by_default", "fail_requests_greater_than_one")
@@ -259,6 +266,8 @@ def bool_error(value, words=BOOL_WORDS):
         return None
     if isinstance(value, str) and value.strip().lower() in words:
         return None
+    if isinstance(value, int) and value in (0, 1):
+        return None
     return "%r is not a boolean; use one of: true, false" % (value,)
 
 
@@ -352,7 +361,7 @@ def check(params, plan, problems):
         if reason:
             problems.error(var, "%r is not a namespace name: %s" % (value, reason))
     for var in BOOL_VARS:
-        if var in extra and extra[var] is not None:
+        if var in extra and var not in BOOL_VARS_CHECKED_ELSEWHERE:
             reason = bool_error(extra[var])
             if reason:
                 problems.error(var, reason)

@@ -111,7 +111,8 @@ def _validate_sharing(var, pool, problems):
         if not _is_int(replicas) or replicas < 2:
             problems.error(var + ".replicas", "%r is not allowed for %s; use an integer >= 2" % (replicas, mode))
     if mode == "mig":
-        if pool.get("gpu_type") in GPU_TYPES and pool.get("gpu_type") not in MIG_CAPABLE:
+        if isinstance(pool.get("gpu_type"), str) and pool.get("gpu_type") in GPU_TYPES \
+                and pool.get("gpu_type") not in MIG_CAPABLE:
             problems.error(var + ".mode", "MIG is not available on gpu_type %r; MIG-capable types are %s"
                            % (pool.get("gpu_type"), one_of(MIG_CAPABLE)))
         strategy = sharing.get("mig_strategy")
@@ -145,7 +146,7 @@ def validate_pools(pools, platform, problems):
         gpu_type = pool.get("gpu_type")
         if gpu_type is None:
             problems.error(var + ".gpu_type", "is required; use %s" % one_of(gpu_type_names()))
-        elif gpu_type not in GPU_TYPES:
+        elif not isinstance(gpu_type, str) or gpu_type not in GPU_TYPES:
             problems.error(var + ".gpu_type", "%r is not a known GPU type; use %s" % (gpu_type, one_of(gpu_type_names())))
         gpn = pool.get("gpus_per_node")
         if not _is_int(gpn) or not 1 <= gpn <= 16:
