@@ -20,6 +20,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import addons_preflig
 from ansible_collections.gpufleet.k8s.plugins.module_utils import mirror
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp
 from ansible_collections.gpufleet.k8s.plugins.module_utils import k8s_syntax
+from ansible_collections.gpufleet.k8s.plugins.module_utils import output_tree
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
@@ -31,6 +32,7 @@ CHECKS.append(driver_compat.check)
 CHECKS.append(mirror.check)
 CHECKS.append(node_stamp.check_inputs)
 CHECKS.append(k8s_syntax.check)
+CHECKS.append(output_tree.check)
 
 
 def run_preflight(params):

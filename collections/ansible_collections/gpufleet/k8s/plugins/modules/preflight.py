@@ -48,8 +48,9 @@ options:
     default: {}
   inventory:
     description:
-      - The inventory's C(groups) (to check that each self-managed pool's C(node_group) exists) and
-        C(node_names), the Node name of each GPU host (empty for the inventory name).
+      - The inventory's C(groups) (to check that each self-managed pool's C(node_group) exists),
+        C(node_names), the Node name of each GPU host (empty for the inventory name), C(name) (the
+        inventory name) and C(repo_root) (to confine C(gpufleet_build_dir)).
     type: dict
     default: {}
 attributes:
