@@ -79,7 +79,10 @@ def resolve_build_dir(build_dir, inventory_name, repo_root):
     elif _under(repo, path):
         problems.append(("gpufleet_build_dir", "%r (%s) is the repository or one of its parents; %s"
                          % (build_dir, path, allowed)))
-    elif _under(path, os.path.join(repo, "build")) and path != os.path.join(repo, "build"):
+    elif path == os.path.join(repo, "build"):
+        problems.append(("gpufleet_build_dir", "%r (%s) is the folder of every inventory's output; %s"
+                         % (build_dir, path, allowed)))
+    elif _under(path, os.path.join(repo, "build")):
         pass
     elif os.path.lexists(path):
         entries = _listing(path) if os.path.isdir(path) else None
