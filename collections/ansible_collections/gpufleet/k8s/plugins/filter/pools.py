@@ -37,7 +37,7 @@ def gpu_pools_compute_classes(plan, values):
 
 
 def gpu_pools_nap_enabled(plan, values):
-    return nap_enabled(plan["platform"], resolve_settings(values))
+    return nap_enabled(str(plan["platform"]), resolve_settings(plain(values)))
 
 
 def gpu_pools_nap_yaml(plan, values):
@@ -48,13 +48,15 @@ def gpu_pools_nap_yaml(plan, values):
 
 
 def gpu_pools_nap_command(plan, values, config_path):
-    return nap_command(plan["cluster_name"], config_path, plan, resolve_settings(values))
+    plan = plain(plan)
+    return nap_command(plan["cluster_name"], str(config_path), plan, resolve_settings(plain(values)))
 
 
 def gpu_pools_summary(plan, values):
     """One line per platform saying what the provision stage manages."""
+    plan = plain(plan)
     platform = plan["platform"]
-    settings = resolve_settings(values)
+    settings = resolve_settings(plain(values))
     if platform == "gke-autopilot":
         return AUTOPILOT_NOTE
     if platform == "eks":
