@@ -134,3 +134,10 @@ def test_mode_changes_count_as_changes(tmp_path):
     staging = ot.stage(str(final))
     os.chmod(os.path.join(staging, "f"), 0o600)
     assert ot.publish(str(final)) is True
+
+
+def test_a_run_that_rendered_nothing_creates_no_build_dir(tmp_path):
+    final = tmp_path / "out"
+    ot.stage(str(final), marker=True)
+    assert ot.publish(str(final)) is False
+    assert os.listdir(str(tmp_path)) == []

@@ -154,7 +154,8 @@ def publish(path):
     staging = staging_path(path)
     if not os.path.isdir(staging):
         return False
-    if _same_tree(staging, path):
+    if _same_tree(staging, path) or (not os.path.lexists(path) and set(os.listdir(staging)) <= {MARKER}):
+        # unchanged, or a run that rendered nothing (nodes, validate) into a directory not there yet
         shutil.rmtree(staging)
         return False
     old = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + OLD_SUFFIX)
