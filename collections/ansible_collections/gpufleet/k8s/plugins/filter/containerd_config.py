@@ -7,29 +7,23 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-# Imported where used: Ansible loads every filter file of the collection whenever any gpufleet filter
-# is used, compiling the sources anew in each task's worker; module_utils.containerd_config brings the
-# vendored tomlkit (6000 lines), which only the node stage needs.
-
-
-def _cc():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_config
-    return containerd_config
+from ansible_collections.gpufleet.k8s.plugins.module_utils.containerd_config import (
+    PLATFORM_PRESETS, PRESETS, check_inputs)
 
 
 def nvidia_runtime_input_problems(preset, mode, config_version=None):
     """Problems of the role's runtime inputs, each ``"<variable>: <problem>; use one of: ..."``."""
-    return _cc().check_inputs(preset, mode, config_version or None, var_prefix="nvidia_container_toolkit_runtime_")
+    return check_inputs(preset, mode, config_version or None, var_prefix="nvidia_container_toolkit_runtime_")
 
 
 def nvidia_runtime_preset(preset, platform):
     """The preset to use: the explicit one, else the one of ``gpufleet_platform``, else containerd."""
-    return preset or _cc().PLATFORM_PRESETS.get(platform or "", "containerd")
+    return preset or PLATFORM_PRESETS.get(platform or "", "containerd")
 
 
 def nvidia_runtime_preset_info(preset):
     """The preset's table row (files, socket, service, kind), or {} for an unknown preset."""
-    return dict(_cc().PRESETS.get(preset, {}))
+    return dict(PRESETS.get(preset, {}))
 
 
 class FilterModule(object):
