@@ -133,7 +133,7 @@ def validate_pools(pools, platform, problems):
     for i, pool in enumerate(pools):
         var = "%s[%d]" % (POOLS_VAR, i)
         if not isinstance(pool, dict):
-            problems.error(var, "must be a mapping, got %s" % type(pool).__name__)
+            problems.error(var, "must be a mapping with name, gpu_type, gpus_per_node, ...; got %r" % (pool,))
             continue
         name = pool.get("name")
         if not isinstance(name, str) or not DNS_LABEL.match(name):
