@@ -141,3 +141,12 @@ def test_a_run_that_rendered_nothing_creates_no_build_dir(tmp_path):
     ot.stage(str(final), marker=True)
     assert ot.publish(str(final)) is False
     assert os.listdir(str(tmp_path)) == []
+
+
+def test_mark_writes_the_mark_once_into_an_existing_directory(tmp_path):
+    assert ot.mark(str(tmp_path / "missing")) is False
+    out = tmp_path / "out"
+    out.mkdir()
+    assert ot.mark(str(out)) is True
+    assert ot.mark(str(out)) is False
+    assert ot.resolve_build_dir(str(out), "x", str(tmp_path / "repo"))[0] == str(out)

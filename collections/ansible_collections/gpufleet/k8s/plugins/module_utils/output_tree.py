@@ -181,3 +181,13 @@ def check(params, plan, problems):
     if path:
         plan["build_dir"] = path
         plan["build_dir_marker"] = needs_marker(path, inventory["repo_root"])
+
+
+def mark(path):
+    """Write the mark into an existing output directory that lacks it. Returns True when written."""
+    marker_path = os.path.join(path, MARKER)
+    if not os.path.isdir(path) or os.path.exists(marker_path):
+        return False
+    with open(marker_path, "w") as handle:
+        handle.write(MARKER_TEXT)
+    return True

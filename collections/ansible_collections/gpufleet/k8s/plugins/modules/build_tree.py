@@ -16,7 +16,8 @@ description:
   - C(state=staged) makes a fresh staging copy of I(path) beside it (C(.<name>.gpufleet-staging)); the
     run's stages render into that copy. It reports no change (the copy is scratch space).
   - C(state=published) replaces I(path) with the staging copy when they differ (a rename on one file
-    system) and removes the copy; when they are equal I(path) is left as it was.
+    system) and removes the copy; when they are equal I(path) is left as it was. Without a staging
+    copy (apply mode renders in place) it only adds the mark when I(marker) asks for it.
   - A run that fails before publishing leaves I(path) byte-identical; the next run replaces the
     leftover staging copy.
   - I(path) must already have passed gpufleet's preflight (C(gpufleet_build_dir) confinement).
@@ -64,6 +65,8 @@ staging:
   type: str
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import output_tree
@@ -87,7 +90,9 @@ def main():
             module.exit_json(changed=False, staging=output_tree.stage(path, module.params["marker"]))
         if module.check_mode:
             module.exit_json(changed=False)
-        module.exit_json(changed=output_tree.publish(path))
+        if os.path.isdir(output_tree.staging_path(path)):
+            module.exit_json(changed=output_tree.publish(path))
+        module.exit_json(changed=output_tree.mark(path) if module.params["marker"] else False)
     except OSError as exc:
         module.fail_json(msg="gpufleet_build_dir: could not %s %s (%s); check the directory's permissions and free "
                              "space" % ("stage" if module.params["state"] == "staged" else "publish into", path,
