@@ -15,6 +15,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Gpuflee
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mode_switch import switch_problem
 from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import node_names
 from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import node_objects, pool_nodes
+from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain
 
 
 def _pool_nodes(pools, groups, hostvars):
@@ -29,8 +30,8 @@ def pool_node_objects(pools, groups, hostvars=None):
     after each host's ``gpufleet_node_name`` (default: the inventory hostname)."""
     names = {d["host"]: d["name"] for d in _pool_nodes(pools, groups, hostvars)}
     out = []
-    for pool in pools:
-        out.extend(node_objects(pool, groups.get(pool["node_group"], []), names))
+    for pool in plain(pools):
+        out.extend(node_objects(pool, plain(groups.get(pool["node_group"], [])), names))
     return out
 
 

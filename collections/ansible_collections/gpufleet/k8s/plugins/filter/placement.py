@@ -11,6 +11,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import example_jobs, placement
+from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
 
 
@@ -30,7 +31,8 @@ def gpu_pod_placement(pool, platform, gpus=None, runtime_class=None):
 def gpu_pool_examples(pools, platform, image, namespace, runtime_class=None):
     """A Namespace and one CUDA sample Job per pool, placed with ``gpu_pod_placement``."""
     try:
-        jobs = example_jobs([normalize_pool(p) for p in pools], platform, image, namespace, runtime_class)
+        jobs = example_jobs([normalize_pool(p) for p in plain(pools)], str(platform), str(image), str(namespace),
+                            runtime_class)
     except GpufleetError as exc:
         raise AnsibleFilterError(exc.msg)
     ns = {"apiVersion": "v1", "kind": "Namespace",

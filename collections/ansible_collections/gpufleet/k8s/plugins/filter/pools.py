@@ -13,6 +13,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.gke import (
     AUTOPILOT_NOTE, compute_classes, nap_command, nap_config)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import karpenter_objects
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools_check import nap_enabled, resolve_settings
+from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import dump_yaml
 
 
@@ -27,31 +28,35 @@ def gpu_pools_settings(values):
 
 
 def gpu_pools_karpenter(plan, values):
-    return karpenter_objects(plan["pools"], resolve_settings(values), plan["cluster_name"])
+    plan = plain(plan)
+    return karpenter_objects(plan["pools"], resolve_settings(plain(values)), plan["cluster_name"])
 
 
 def gpu_pools_compute_classes(plan, values):
-    return compute_classes(plan["pools"], resolve_settings(values))
+    return compute_classes(plain(plan["pools"]), resolve_settings(plain(values)))
 
 
 def gpu_pools_nap_enabled(plan, values):
-    return nap_enabled(plan["platform"], resolve_settings(values))
+    return nap_enabled(str(plan["platform"]), resolve_settings(plain(values)))
 
 
 def gpu_pools_nap_yaml(plan, values):
     """The NAP config file's text (deterministic YAML)."""
+    plan = plain(plan)
     return "# Rendered by gpufleet for cluster %s; do not edit by hand.\n" % plan["cluster_name"] + \
-        dump_yaml(_plain(nap_config(plan["pools"], resolve_settings(values), plan["platform"])))
+        dump_yaml(_plain(nap_config(plan["pools"], resolve_settings(plain(values)), plan["platform"])))
 
 
 def gpu_pools_nap_command(plan, values, config_path):
-    return nap_command(plan["cluster_name"], config_path, plan, resolve_settings(values))
+    plan = plain(plan)
+    return nap_command(plan["cluster_name"], str(config_path), plan, resolve_settings(plain(values)))
 
 
 def gpu_pools_summary(plan, values):
     """One line per platform saying what the provision stage manages."""
+    plan = plain(plan)
     platform = plan["platform"]
-    settings = resolve_settings(values)
+    settings = resolve_settings(plain(values))
     if platform == "gke-autopilot":
         return AUTOPILOT_NOTE
     if platform == "eks":

@@ -18,7 +18,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_access
 from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import parse_metric
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems, one_of
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_operator import (
-    KERNEL_MODULE_TYPES, PRESETS, UPGRADE_POLICY_KEYS, host_components, preset)
+    KERNEL_MODULE_TYPES, PRESETS, UPGRADE_POLICY_KEYS, host_components, operator_values, preset)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import (
     DIGEST, IMAGES, REGISTRY_PREFIX, TAG)
 
@@ -224,10 +224,57 @@ def _check_operator(plan, s, problems):
     for var in ("gpu_operator_values_overrides",):
         if not isinstance(s[var], dict):
             problems.error(var, "must be a mapping of chart values")
+    if not problems.errors:
+        _check_values_overrides(plan, s, host_driver, host_toolkit, problems)
     if s["gpu_operator_driver_version"] and not re.match(r"^[0-9]+\.[0-9]+(\.[0-9]+)?$",
                                                          str(s["gpu_operator_driver_version"])):
         problems.error("gpu_operator_driver_version", "%r is not a driver version; use e.g. 570.148.08"
                        % (s["gpu_operator_driver_version"],))
+
+
+def _check_values_overrides(plan, s, host_driver, host_toolkit, problems):
+    """The chart values after ``gpu_operator_values_overrides`` merged in: an override may add and tune, but
+    not re-enable what preflight refused nor replace what gpufleet renders from the pools."""
+    overrides = s["gpu_operator_values_overrides"]
+    if not isinstance(overrides, dict) or not overrides:
+        return
+    var = "gpu_operator_values_overrides"
+    base = operator_values(plan, dict(s, gpu_operator_values_overrides={}))
+    merged = operator_values(plan, s)
+    for key in sorted(overrides, key=str):
+        if isinstance(base.get(key), dict) and not isinstance(overrides[key], dict):
+            problems.error("%s.%s" % (var, key), "%r replaces the whole %s block gpufleet renders (%s); set single "
+                           "keys inside it instead, e.g. %s: {%s: ...}"
+                           % (overrides[key], key, ", ".join(sorted(base[key])), key, sorted(base[key])[0]))
+    if problems.errors:
+        return
+    for block, host, host_var in (("driver", host_driver, "gpu_operator_host_driver"),
+                                  ("toolkit", host_toolkit, "gpu_operator_host_toolkit")):
+        if host and merged[block].get("enabled") != base[block].get("enabled"):
+            problems.error("%s.%s.enabled" % (var, block), "%r turns the operator's %s on, but the %s is installed on "
+                           "the hosts (%s is true for %s); use one of: false (or leave it out), or set %s: false"
+                           % (merged[block].get("enabled"), block, block, host_var, preset(plan, s), host_var))
+    config, base_config = merged["devicePlugin"].get("config"), base["devicePlugin"]["config"]
+    if merged["devicePlugin"].get("enabled") is not True:
+        problems.error(var + ".devicePlugin.enabled", "%r turns off the device plugin that serves the pools' GPUs and "
+                       "their sharing configs; use one of: true (or leave it out), or gpufleet_addons_mode: none"
+                       % (merged["devicePlugin"].get("enabled"),))
+    elif not isinstance(config, dict):
+        problems.error(var + ".devicePlugin.config", "%r replaces the per-pool device-plugin configs; use one of: "
+                       "a mapping that leaves name, default, create and the pools' data keys alone" % (config,))
+    else:
+        for key in ("create", "name", "default"):
+            if config.get(key) != base_config[key]:
+                problems.error("%s.devicePlugin.config.%s" % (var, key), "%r would detach the nodes from the per-pool "
+                               "configs gpufleet renders (node label nvidia.com/device-plugin.config); use one of: %r "
+                               "(or leave it out)" % (config.get(key), base_config[key]))
+        data = config.get("data") if isinstance(config.get("data"), dict) else {}
+        for name in sorted(base_config["data"]):
+            if data.get(name) != base_config["data"][name]:
+                problems.error("%s.devicePlugin.config.data.%s" % (var, name), "replaces the config gpufleet renders "
+                               "for %s from the pools' sharing settings; change gpufleet_gpu_pools[].sharing instead, "
+                               "or use a new key for an extra config" % ("pool " + name if name != "default"
+                                                                         else "unlabelled GPU nodes"))
 
 
 def _check_common(s, problems):

@@ -22,6 +22,8 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_prep
 from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_monitoring
 from ansible_collections.gpufleet.k8s.plugins.module_utils import awx_survey
+from ansible_collections.gpufleet.k8s.plugins.module_utils import k8s_syntax
+from ansible_collections.gpufleet.k8s.plugins.module_utils import output_tree
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
@@ -35,6 +37,8 @@ CHECKS.append(node_stamp.check_inputs)
 CHECKS.append(node_prep.check)
 CHECKS.append(gpu_monitoring.check)
 CHECKS.append(awx_survey.check)
+CHECKS.append(k8s_syntax.check)
+CHECKS.append(output_tree.check)
 
 
 def run_preflight(params):

@@ -64,13 +64,15 @@ def normalize_pool(pool):
     out.update(copy.deepcopy(pool))
     if out.get("taints") is None:
         out["taints"] = [dict(DEFAULT_GPU_TAINT)]
-    sharing = dict(out.get("sharing") or {"mode": "none"})
-    sharing.setdefault("mode", "none")
-    if sharing["mode"] in ("time-slicing", "mps"):
-        sharing.setdefault("replicas", 2)
-    if sharing["mode"] == "mig":
-        sharing.setdefault("mig_strategy", "single")
-    out["sharing"] = sharing
+    # a sharing that is not a mapping stays as given: validate_pools names the variable and the form
+    if isinstance(out.get("sharing") or {}, dict):
+        sharing = dict(out.get("sharing") or {"mode": "none"})
+        sharing.setdefault("mode", "none")
+        if sharing["mode"] in ("time-slicing", "mps"):
+            sharing.setdefault("replicas", 2)
+        if sharing["mode"] == "mig":
+            sharing.setdefault("mig_strategy", "single")
+        out["sharing"] = sharing
     if out.get("node_group") is None and isinstance(out.get("name"), str):
         out["node_group"] = "gpu_pool_" + out["name"].replace("-", "_")
     return out
@@ -110,7 +112,8 @@ def _validate_sharing(var, pool, problems):
         if not _is_int(replicas) or replicas < 2:
             problems.error(var + ".replicas", "%r is not allowed for %s; use an integer >= 2" % (replicas, mode))
     if mode == "mig":
-        if pool.get("gpu_type") in GPU_TYPES and pool.get("gpu_type") not in MIG_CAPABLE:
+        if isinstance(pool.get("gpu_type"), str) and pool.get("gpu_type") in GPU_TYPES \
+                and pool.get("gpu_type") not in MIG_CAPABLE:
             problems.error(var + ".mode", "MIG is not available on gpu_type %r; MIG-capable types are %s"
                            % (pool.get("gpu_type"), one_of(MIG_CAPABLE)))
         strategy = sharing.get("mig_strategy")
@@ -141,7 +144,7 @@ def validate_pools(pools, platform, problems):
     for i, pool in enumerate(pools):
         var = "%s[%d]" % (POOLS_VAR, i)
         if not isinstance(pool, dict):
-            problems.error(var, "must be a mapping, got %s" % type(pool).__name__)
+            problems.error(var, "must be a mapping with name, gpu_type, gpus_per_node, ...; got %r" % (pool,))
             continue
         name = pool.get("name")
         if not isinstance(name, str) or not DNS_LABEL.match(name):
@@ -154,7 +157,7 @@ def validate_pools(pools, platform, problems):
         gpu_type = pool.get("gpu_type")
         if gpu_type is None:
             problems.error(var + ".gpu_type", "is required; use %s" % one_of(gpu_type_names()))
-        elif gpu_type not in GPU_TYPES:
+        elif not isinstance(gpu_type, str) or gpu_type not in GPU_TYPES:
             problems.error(var + ".gpu_type", "%r is not a known GPU type; use %s" % (gpu_type, one_of(gpu_type_names())))
         gpn = pool.get("gpus_per_node")
         if not _is_int(gpn) or not 1 <= gpn <= 16:

@@ -46,6 +46,13 @@ options:
     description: Further inventory values the checks of other stages read (driver, add-ons, providers).
     type: dict
     default: {}
+  inventory:
+    description:
+      - The inventory's C(groups) (to check that each self-managed pool's C(node_group) exists),
+        C(node_names), the Node name of each GPU host (empty for the inventory name), C(name) (the
+        inventory name) and C(repo_root) (to confine C(gpufleet_build_dir)).
+    type: dict
+    default: {}
 attributes:
   check_mode:
     support: full
@@ -93,6 +100,7 @@ def argspec():
         pools=dict(type="list", elements="raw", required=True),
         apply=dict(type="bool", default=False),
         extra=dict(type="dict", default={}),
+        inventory=dict(type="dict", default={}),
     )
 
 
