@@ -43,7 +43,8 @@ def test_mig_pool_counts_physical_gpus_and_keeps_the_profile():
     assert p["platform"] == "kubeadm"
     assert p["pools"] == [{"name": "train-a100", "gpu_type": "a100-80gb", "gpus_per_node": 8,
                            "node_group": "gpu_pool_train_a100",
-                           "sharing": {"mode": "mig", "mig_strategy": "single", "mig_profile": "1g.10gb"}}]
+                           "sharing": {"mode": "mig", "mig_strategy": "single", "mig_preconfigured": True,
+                                       "mig_profile": "1g.10gb"}}]
     assert p["groups"] == {"gpu_pool_train_a100": ["a100-node-01.example.internal"]} and p["pin"] == "580.95.05"
 
 

@@ -58,9 +58,10 @@ NAMESPACE_VARS = ("gpu_pools_example_namespace", "gpu_validate_namespace", "gpu_
 # this list equal to the specs). Quoted words true/false/yes/no are what ``-e name=value`` gives
 # and every consumer reads them as booleans; any other string or number is refused.
 BOOL_VARS = (
-    "fleet_report_print", "gpu_node_prep_blacklist_nouveau", "gpu_node_prep_rebuild_initramfs", "gpu_pools_examples",
+    "fleet_report_artifacts", "fleet_report_print", "gitops_enabled", "gitops_prune", "gpu_node_prep_epel",
+    "gpu_node_prep_blacklist_nouveau", "gpu_node_prep_rebuild_initramfs", "gpu_pools_examples",
     "gpu_pools_gke_auto_repair", "gpu_pools_gke_auto_upgrade", "gpu_pools_gke_integrity_monitoring",
-    "gpu_pools_gke_secure_boot", "gpu_validate_metrics", "gpufleet_apply", "k8s_apply_wait",
+    "gpu_pools_gke_secure_boot", "gpu_validate_metrics", "gpufleet_apply", "gpufleet_k8s_validate_certs", "k8s_apply_wait",
     "nvidia_container_toolkit_cdi_generate", "nvidia_container_toolkit_dev_char_symlinks",
     "nvidia_container_toolkit_enable_cdi", "nvidia_container_toolkit_repo_manage",
     "nvidia_container_toolkit_repo_trusted", "nvidia_container_toolkit_restart_runtime",
@@ -72,7 +73,7 @@ BOOL_VARS = (
 BOOL_WORDS = ("true", "false", "yes", "no", "on", "off", "y", "n", "t", "f", "1", "0")
 # Checked with their own concern's wording (driver_compat, pools_check, addons_preflight).
 BOOL_VARS_CHECKED_ELSEWHERE = (
-    "gpu_pools_examples", "gpu_pools_gke_auto_repair", "gpu_pools_gke_auto_upgrade", "gpu_pools_gke_integrity_monitoring",
+    "gpu_node_prep_epel", "gpu_pools_examples", "gpu_pools_gke_auto_repair", "gpu_pools_gke_auto_upgrade", "gpu_pools_gke_integrity_monitoring",
     "gpu_pools_gke_secure_boot", "nvidia_device_plugin_gfd_enabled", "nvidia_device_plugin_nfd_enabled",
     "nvidia_driver_blacklist_nouveau", "nvidia_driver_hold_kernel", "nvidia_driver_persistence",
     "nvidia_driver_replace_preinstalled")

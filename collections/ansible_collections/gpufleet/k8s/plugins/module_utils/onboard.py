@@ -115,7 +115,9 @@ def propose(nodes, cluster_name, platform=None):
                 pool["zones"] = []
                 pool["max_nodes"] = 0
             if mig_strategy in ("single", "mixed"):
-                pool["sharing"] = {"mode": "mig", "mig_strategy": mig_strategy}
+                # the live nodes already expose MIG devices: the hosts were partitioned outside
+                # gpufleet, which standalone mode requires to be said (sharing.mig_preconfigured)
+                pool["sharing"] = {"mode": "mig", "mig_strategy": mig_strategy, "mig_preconfigured": True}
                 if profile:
                     pool["sharing"]["mig_profile"] = profile.group(1)
             elif replicas > 1:
