@@ -24,6 +24,28 @@ CONNECTION_VARS = (
     ("gpufleet_k8s_ca_cert", "ca_cert"),
 )
 
+# Options of gpufleet's Kubernetes modules (documented once in doc_fragments/k8s_connection.py),
+# handed to kubernetes.core's get_api_client as they are.
+CONNECTION_ARG_SPEC = dict(
+    kubeconfig=dict(type="raw", no_log=True),
+    context=dict(type="str"),
+    host=dict(type="str"),
+    api_key=dict(type="str", no_log=True),
+    validate_certs=dict(type="bool", aliases=["verify_ssl"]),
+    ca_cert=dict(type="path", aliases=["ssl_ca_cert"]),
+    client_cert=dict(type="path", aliases=["cert_file"]),
+    client_key=dict(type="path", aliases=["key_file"]),
+)
+
+
+def connection_args(argspec_or_params):
+    """A fresh copy of CONNECTION_ARG_SPEC (for argspec()), or, given module params, the connection
+    options that are set (for get_api_client)."""
+    if argspec_or_params is None:
+        return dict((k, dict(v)) for k, v in CONNECTION_ARG_SPEC.items())
+    return dict((k, argspec_or_params[k]) for k in CONNECTION_ARG_SPEC if argspec_or_params.get(k) is not None)
+
+
 # Per-role connection variables of earlier versions: a value there used to reach only some tasks.
 RETIRED_VARS = {
     "k8s_apply_kubeconfig": "gpufleet_k8s_kubeconfig",

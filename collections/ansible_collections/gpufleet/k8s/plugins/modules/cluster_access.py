@@ -22,35 +22,8 @@ description:
   - Read-only.
 author:
   - gpufleet maintainers
-options:
-  kubeconfig:
-    description: Path to a kubeconfig (named in the failure message; an inline kubeconfig is not accepted here).
-    type: path
-  context:
-    description: Kubeconfig context.
-    type: str
-  host:
-    description: API server URL.
-    type: str
-  api_key:
-    description: Bearer token.
-    type: str
-  validate_certs:
-    description: Verify the API server's certificate.
-    type: bool
-    aliases: [verify_ssl]
-  ca_cert:
-    description: CA bundle of the API server.
-    type: path
-    aliases: [ssl_ca_cert]
-  client_cert:
-    description: Client certificate.
-    type: path
-    aliases: [cert_file]
-  client_key:
-    description: Client key.
-    type: path
-    aliases: [key_file]
+extends_documentation_fragment:
+  - gpufleet.k8s.k8s_connection
 attributes:
   check_mode:
     support: full
@@ -78,7 +51,7 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import access_problem
+from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import access_problem, connection_args
 
 try:
     import kubernetes
@@ -87,25 +60,17 @@ try:
 except ImportError as exc:
     IMPORT_ERROR = exc
 
-AUTH_KEYS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key")
 
 
 def argspec():
-    return dict(
-        kubeconfig=dict(type="path"),  # a path (named in the message), not an inline kubeconfig
-        context=dict(type="str"),
-        host=dict(type="str"),
-        api_key=dict(type="str", no_log=True),
-        validate_certs=dict(type="bool", aliases=["verify_ssl"]),
-        ca_cert=dict(type="path", aliases=["ssl_ca_cert"]),
-        client_cert=dict(type="path", aliases=["cert_file"]),
-        client_key=dict(type="path", aliases=["key_file"]),
-    )
+    spec = connection_args(None)
+    spec["kubeconfig"] = dict(type="path")  # a path, named in the message (so not no_log here)
+    return spec
 
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    conn = {k: module.params[k] for k in AUTH_KEYS if module.params.get(k) is not None}
+    conn = connection_args(module.params)
     shown = {k: v for k, v in conn.items() if k in ("kubeconfig", "context", "host")}
     if IMPORT_ERROR is not None:
         module.fail_json(msg=access_problem("Failed to import the required Python library (kubernetes): %s"

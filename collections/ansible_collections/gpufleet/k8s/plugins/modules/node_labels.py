@@ -58,34 +58,8 @@ options:
     description: Overwrite labels and taints someone else set to another value instead of failing.
     type: bool
     default: false
-  kubeconfig:
-    description: Path to a kubeconfig (as in kubernetes.core).
-    type: raw
-  context:
-    description: Kubeconfig context.
-    type: str
-  host:
-    description: API server URL.
-    type: str
-  api_key:
-    description: Bearer token.
-    type: str
-  validate_certs:
-    description: Verify the API server's certificate.
-    type: bool
-    aliases: [verify_ssl]
-  ca_cert:
-    description: CA bundle of the API server.
-    type: path
-    aliases: [ssl_ca_cert]
-  client_cert:
-    description: Client certificate.
-    type: path
-    aliases: [cert_file]
-  client_key:
-    description: Client key.
-    type: path
-    aliases: [key_file]
+extends_documentation_fragment:
+  - gpufleet.k8s.k8s_connection
 attributes:
   check_mode:
     support: full
@@ -136,6 +110,7 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import connection_args
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import (
     FIELD_MANAGER, Conflict, converge, plan_diff)
@@ -147,7 +122,6 @@ try:
 except ImportError:
     HAS_K8S = False
 
-AUTH_KEYS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key")
 
 
 class NodeApi:
@@ -173,21 +147,15 @@ class NodeApi:
 
 
 def argspec():
-    return dict(
+    spec = dict(
         nodes=dict(type="list", elements="dict", default=[], options=dict(
             name=dict(type="str", required=True), host=dict(type="str"),
             labels=dict(type="dict", default={}), taints=dict(type="list", elements="dict", default=[]))),
         prune=dict(type="bool", default=True),
         force_conflicts=dict(type="bool", default=False),
-        kubeconfig=dict(type="raw", no_log=True),
-        context=dict(type="str"),
-        host=dict(type="str"),
-        api_key=dict(type="str", no_log=True),
-        validate_certs=dict(type="bool", aliases=["verify_ssl"]),
-        ca_cert=dict(type="path", aliases=["ssl_ca_cert"]),
-        client_cert=dict(type="path", aliases=["cert_file"]),
-        client_key=dict(type="path", aliases=["key_file"]),
     )
+    spec.update(connection_args(None))
+    return spec
 
 
 def main():
@@ -196,7 +164,7 @@ def main():
         module.fail_json(msg=missing_required_lib("kubernetes"))
     p = module.params
     try:
-        client = get_api_client(**{k: p[k] for k in AUTH_KEYS if p.get(k) is not None})
+        client = get_api_client(**connection_args(p))
         plans = converge(NodeApi(client.client.client), p["nodes"], prune=p["prune"], force=p["force_conflicts"],
                          check_mode=module.check_mode)
     except GpufleetError as exc:

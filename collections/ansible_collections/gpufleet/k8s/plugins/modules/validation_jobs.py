@@ -44,26 +44,8 @@ options:
     description: Seconds between reads.
     type: int
     default: 5
-  kubeconfig:
-    description: Path to a kubeconfig (as in kubernetes.core).
-    type: raw
-  context:
-    description: Kubeconfig context.
-    type: str
-  host:
-    description: API server URL.
-    type: str
-  api_key:
-    description: Bearer token.
-    type: str
-  validate_certs:
-    description: Verify the API server's certificate.
-    type: bool
-    aliases: [verify_ssl]
-  ca_cert:
-    description: CA bundle of the API server.
-    type: path
-    aliases: [ssl_ca_cert]
+extends_documentation_fragment:
+  - gpufleet.k8s.k8s_connection
 attributes:
   check_mode:
     support: full
@@ -103,6 +85,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import connection_args
 from ansible_collections.gpufleet.k8s.plugins.module_utils.smoke import (
     final_verdicts, job_verdicts, split_verdicts, verdicts_done)
 
@@ -113,23 +96,18 @@ try:
 except ImportError:
     HAS_K8S = False
 
-AUTH_KEYS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert")
 
 
 def argspec():
-    return dict(
+    spec = dict(
         namespace=dict(type="str", required=True),
         label_selector=dict(type="str", default="gpufleet.io/validate"),
         expected=dict(type="list", elements="str", default=[]),
         timeout=dict(type="int", default=300),
         poll=dict(type="int", default=5),
-        kubeconfig=dict(type="raw", no_log=True),
-        context=dict(type="str"),
-        host=dict(type="str"),
-        api_key=dict(type="str", no_log=True),
-        validate_certs=dict(type="bool", aliases=["verify_ssl"]),
-        ca_cert=dict(type="path", aliases=["ssl_ca_cert"]),
     )
+    spec.update(connection_args(None))
+    return spec
 
 
 def _items(response):
@@ -142,7 +120,7 @@ def main():
         module.fail_json(msg=missing_required_lib("kubernetes"))
     p = module.params
     try:
-        core = kubernetes.client.CoreV1Api(get_api_client(**{k: p[k] for k in AUTH_KEYS if p.get(k) is not None}).client.client)
+        core = kubernetes.client.CoreV1Api(get_api_client(**connection_args(p)).client.client)
         batch = kubernetes.client.BatchV1Api(core.api_client)
         deadline = time.time() + p["timeout"]
         while True:
