@@ -152,12 +152,12 @@ def test_switching_mode_or_platform_leaves_no_stale_render(tmp_path):
         return sorted(os.listdir(build / "cluster"))
 
     assert components("-e", "nvidia_device_plugin_nfd_enabled=true") == [
-        "dcgm-exporter", "device-plugin", "node-feature-discovery"]
-    assert components() == ["dcgm-exporter", "device-plugin"]
-    assert components("-e", "gpufleet_addons_mode=operator") == ["gpu-operator"]
+        "dcgm-exporter", "device-plugin", "gpu-monitoring", "node-feature-discovery"]
+    assert components() == ["dcgm-exporter", "device-plugin", "gpu-monitoring"]
+    assert components("-e", "gpufleet_addons_mode=operator") == ["gpu-monitoring", "gpu-operator"]
     with open(os.path.join(ROOT, "inventories", "example", "group_vars", "all", "gpufleet.yml")) as handle:
         gke_pools = [dict(p, zones=["us-central1-a"]) for p in yaml.safe_load(handle)["gpufleet_gpu_pools"]]
-    assert components("-e", json.dumps({"gpufleet_platform": "gke", "gpufleet_gpu_pools": gke_pools})) == ["dcgm-exporter"]
+    assert components("-e", json.dumps({"gpufleet_platform": "gke", "gpufleet_gpu_pools": gke_pools})) == ["dcgm-exporter", "gpu-monitoring"]
     assert os.listdir(build / "cluster" / "dcgm-exporter") == ["prometheus-scrape-job.yaml"]
     assert components("-e", "gpufleet_addons_mode=none") == []
 

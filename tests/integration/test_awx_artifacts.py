@@ -31,9 +31,12 @@ def build(tmp_path_factory):
 
 
 def on_disk(build):
+    """Every rendered file (not gpufleet's own .gpufleet-build marker of the output folder)."""
     out = {}
     for dirpath, _dirs, files in os.walk(build):
         for name in files:
+            if dirpath == str(build) and name == ".gpufleet-build":
+                continue
             full = os.path.join(dirpath, name)
             out[os.path.relpath(full, build)] = open(full, "rb").read()
     return out

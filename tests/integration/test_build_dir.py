@@ -11,7 +11,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BIN = os.path.dirname(sys.executable)
 EXAMPLE_POOLS = [
     {"name": "train-a100", "gpu_type": "a100-80gb", "gpus_per_node": 8, "node_group": "gpu_pool_train_a100",
-     "min_nodes": 2, "max_nodes": 2, "sharing": {"mode": "mig", "mig_strategy": "single", "mig_profile": "1g.10gb"}},
+     "min_nodes": 2, "max_nodes": 2, "sharing": {"mode": "mig", "mig_strategy": "single", "mig_profile": "1g.10gb",
+                                                                          "mig_preconfigured": True}},
     {"name": "infer-l4", "gpu_type": "l4", "gpus_per_node": 1, "node_group": "gpu_pool_infer_l4",
      "min_nodes": 3, "max_nodes": 3, "sharing": {"mode": "time-slicing", "replicas": 8}},
 ]

@@ -9,6 +9,8 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import k8s_syntax as ks
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import node_names
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -66,10 +68,16 @@ def test_dns_label(value, ok):
 
 @pytest.mark.parametrize("value,ok", [
     ("gpu-01", True), ("gpu-01.example.com", True), ("10.0.0.5", True), ("a" * 253, True), ("a" * 254, False),
-    ("GPU-01", False), ("gpu_01", False), ("gpu..01", False), (".gpu", False), ("gpu-.x", False), ("", False),
+    ("GPU-01", False), ("gpu_01", False), ("gpu..01", False), (".gpu", False), ("gpu-.x", False),
 ])
 def test_node_names(value, ok):
-    assert (ks.node_name_error(value) is None) is ok
+    """Preflight refuses Node names with the mapping the apply path uses (node_ownership.node_names)."""
+    try:
+        node_names(["host-1"], {"host-1": {"gpufleet_node_name": value}})
+        accepted = True
+    except GpufleetError:
+        accepted = False
+    assert accepted is ok
 
 
 @pytest.mark.parametrize("key,self_managed,refused", [
@@ -162,7 +170,9 @@ def errors_of(p):
     ("two pools on one group", params([POOL, dict(POOL, name="q")], inventory=INV),
      "gpufleet_gpu_pools[1].node_group: 'gpu_pool_p' is already the node group of gpufleet_gpu_pools[0]"),
     ("node name", params([POOL], inventory=dict(INV, node_names={"h1": "H_1"})),
-     "inventory host h1: Node name 'H_1' is not a DNS subdomain"),
+     "gpufleet_node_name (host h1): 'H_1' is not a Kubernetes Node name"),
+    ("two hosts on one Node", params([POOL], inventory=dict(INV, node_names={"h1": "gpu-1", "h2": "gpu-1"})),
+     "gpufleet_node_name (host h2): Node 'gpu-1' is already the Node of host h1"),
     ("cloud max_nodes 0", params([dict(EKS, max_nodes=0)], platform="eks"),
      "gpufleet_gpu_pools[0].max_nodes: 0 gives the pool a GPU limit of 0"),
     ("zero expire_after", params([dict(EKS, expire_after="0h")], platform="eks"),

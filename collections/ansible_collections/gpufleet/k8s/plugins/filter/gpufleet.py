@@ -48,22 +48,12 @@ def gpu_node_names(hosts, hostvars):
         raise AnsibleFilterError(exc.msg)
 
 
-def gpu_node_name_problems(hosts, hostvars):
-    """Messages for bad or shared gpufleet_node_name values (empty list when all are fine)."""
-    try:
-        node_names(list(hosts or []), hostvars or {})
-    except GpufleetError as exc:
-        return exc.details.get("errors") or [exc.msg]
-    return []
-
-
 class FilterModule(object):
     def filters(self):
         return {
             "pool_node_objects": pool_node_objects,
             "gpu_pool_nodes": gpu_pool_nodes,
             "gpu_node_names": gpu_node_names,
-            "gpu_node_name_problems": gpu_node_name_problems,
             "k8s_connection": cluster_access.connection,
             "helm_connection": cluster_access.helm_connection,
             "k8s_retired_vars": cluster_access.retired,

@@ -19,7 +19,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import one_of
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, one_of
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import NODE_NAME_VAR, node_names
 
 # apimachinery: qualifiedNameFmt / labelValueFmt / dns1123LabelFmt / dns1123SubdomainFmt
 _NAME_PART = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
@@ -123,11 +124,6 @@ def dns_subdomain_error(value):
         return ("is not a DNS subdomain; use lower-case letters, digits, '-' and '.', each dot-separated "
                 "part starting and ending with a letter or digit")
     return None
-
-
-def node_name_error(value):
-    """Reason ``value`` cannot be the name of a Node object, or None (shared with the apply stage)."""
-    return dns_subdomain_error(value)
 
 
 def qualified_name_error(value):
@@ -332,13 +328,14 @@ def _check_node_groups(plan, inventory, problems):
                            "use one group per pool" % (group, owner[group]))
         else:
             owner[group] = i
+    # Node names of the GPU hosts: the same mapping (and refusals) the apply path uses
     names = inventory.get("node_names") or {}
-    for host in sorted(names):
-        node = names[host] or host
-        reason = node_name_error(node)
-        if reason:
-            problems.error("inventory host %s" % host, "Node name %r %s (the host becomes a Node object of that "
-                           "name); rename the host or set gpufleet_node_name for it" % (node, reason))
+    try:
+        node_names(sorted(names), dict((h, {NODE_NAME_VAR: names[h]}) for h in names))
+    except GpufleetError as exc:
+        for err in exc.details.get("errors") or [exc.msg]:
+            var, _sep, msg = err.partition(": ")
+            problems.error(var, msg)
 
 
 def check(params, plan, problems):
