@@ -18,29 +18,12 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import setting
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons_preflight import addon_problems
 from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import device_plugin_objects
 from ansible_collections.gpufleet.k8s.plugins.module_utils.nfd import nfd_objects
-
-
-def _plain(value):
-    """Plain Python values: Ansible hands filters tagged str/dict/list subclasses that YAML
-    dumpers cannot represent."""
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, dict):
-        return {_plain(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    return value
+from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain
 
 
 def _guard(func, *args):
     try:
-        return func(*[_plain(a) for a in args])
+        return func(*[plain(a) for a in args])
     except (KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("gpufleet add-on rendering failed (%s: %s); run preflight to see which input is wrong"
                                  % (type(exc).__name__, exc))
@@ -51,7 +34,7 @@ def addon_settings(plan, inputs):
 
 
 def addon_problems_filter(plan, inputs):
-    return addon_problems(_plain(plan), _plain(inputs))
+    return addon_problems(plain(plan), plain(inputs))
 
 
 def device_plugin_objects_filter(plan, inputs):
