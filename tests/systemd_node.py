@@ -1,8 +1,10 @@
 """A real Debian systemd container for the integration tests (podman, images from scripts/harness-setup.sh)."""
 import hashlib
 import os
+import re
 import shutil
 import subprocess
+import sys
 import time
 
 DEBIAN12 = "localhost/gpufleet-debian:12"
@@ -46,3 +48,20 @@ def standin_toolkit_repo(path):
     subprocess.run([os.path.join(root, "molecule", "nvidia_container_toolkit", "files", "build-standin-repo.sh"), str(path)],
                    check=True, capture_output=True)
     return str(path)
+
+
+def converge(inventory, playbook, host, *args, timeout=600):
+    """Run the real ansible-playbook of this checkout on ``playbook`` against ``inventory``; it must
+    succeed. Returns (changed count of ``host`` from the recap, the output with whitespace collapsed)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    bindir = os.path.dirname(sys.executable)
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(root, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(root, "collections"), ANSIBLE_ROLES_PATH=os.path.join(root, "roles"),
+               PATH=bindir + os.pathsep + os.environ["PATH"])
+    proc = subprocess.run([os.path.join(bindir, "ansible-playbook"), "-i", inventory, playbook] + list(args),
+                          cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+    out = re.sub(r"\s+", " ", proc.stdout + proc.stderr)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    match = re.search(r"%s : ok=\d+ changed=(\d+) unreachable=0 failed=0" % re.escape(host), out)
+    assert match, out[-3000:]
+    return int(match.group(1)), out

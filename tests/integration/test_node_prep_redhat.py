@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from systemd_node import DEBIAN12, podman, remove
+from systemd_node import DEBIAN12, converge, podman, remove
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -74,16 +74,7 @@ def node(tmp_path_factory):
 
 
 def play(node, *args):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"),
-               PATH=BIN + os.pathsep + os.environ["PATH"])
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", node["inventory"], node["playbook"]] + list(args),
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    out = re.sub(r"\s+", " ", proc.stdout + proc.stderr)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    match = re.search(r"%s : ok=(\d+) changed=(\d+) unreachable=0 failed=0" % NODE, out)
-    assert match, out[-3000:]
-    return int(match.group(2)), out
+    return converge(node["inventory"], node["playbook"], NODE, *args)
 
 
 def test_ansible_sees_a_rocky_9_host(node):
