@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+"""Load this collection's filter plugins once, in the controller process, before any task runs."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+name: preload_filters
+type: aggregate
+short_description: Load gpufleet.k8s filter plugins once per run instead of once per task
+version_added: 0.2.0
+description:
+  - Ansible runs every task in a forked worker process, and a worker that resolves any filter of a
+    collection loads every filter file of that collection (and the module_utils they import) from
+    source, compiling it anew. A run of site.yml has about 90 tasks, so the same files were compiled
+    about 90 times.
+  - This callback loads the gpufleet.k8s filter plugins in the controller process when the playbook
+    starts. Workers are forked from it and find the loaded modules in C(sys.modules), so each file is
+    compiled once per run.
+  - It prints nothing and changes no result. A filter file that fails to load is left to the task
+    that uses it, which reports the error as it would without this callback.
+requirements:
+  - enabled in C(callbacks_enabled) (gpufleet's ansible.cfg enables it)
+"""
+
+from ansible.plugins.callback import CallbackBase
+from ansible.plugins.loader import filter_loader
+
+COLLECTION = "gpufleet.k8s"
+
+
+def preload(collection=COLLECTION):
+    """Import every filter file of ``collection`` through Ansible's filter loader (the same module names
+    and caches the workers use). Returns the names of the filters found; an empty list when loading
+    failed (the tasks then load and report as usual)."""
+    try:
+        found = filter_loader.get_with_context(collection + "._gpufleet_preload_")
+    except Exception:  # pylint: disable=broad-except  # a task reports the real error later
+        return []
+    del found
+    return sorted(name for name in _loaded_filters(collection))
+
+
+def _loaded_filters(collection):
+    import sys  # pylint: disable=import-outside-toplevel
+
+    prefix = "ansible_collections.%s.plugins.filter." % collection
+    for module_name, module in list(sys.modules.items()):
+        if module_name.startswith(prefix) and hasattr(module, "FilterModule"):
+            try:
+                yield from module.FilterModule().filters()
+            except Exception:  # pylint: disable=broad-except
+                continue
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "gpufleet.k8s.preload_filters"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self, *args, **kwargs):
+        super(CallbackModule, self).__init__(*args, **kwargs)
+        self.filters = []
+
+    def v2_playbook_on_start(self, playbook):
+        self.filters = preload()
