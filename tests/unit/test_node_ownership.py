@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.filter.gpufleet import gpu_pool_nodes, pool_node_objects
+from ansible_collections.gpufleet.k8s.plugins.filter.nodes import gpu_pool_nodes, pool_node_objects
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import (
     OWNED_ANNOTATION, converge, node_names, owned, plan_diff, plan_node, plan_nodes)

@@ -1,7 +1,7 @@
 """Self-managed node labels/taints and the per-pool device-plugin configs, schema-checked."""
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.filter.gpufleet import pool_node_objects
+from ansible_collections.gpufleet.k8s.plugins.filter.nodes import pool_node_objects
 from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import plugin_configs, pool_plugin_config
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
 from k8s_schema import assert_valid

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufleet contributors
 # Apache License 2.0
-"""Jinja2 filters exposing gpufleet's rendering logic to roles."""
+"""Jinja2 filters for the self-managed GPU hosts: their Node names and the labels and taints of their Node objects."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -9,13 +9,10 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import cluster_access
-from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import plugin_configs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.mode_switch import switch_problem
 from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import node_names
-from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import node_objects, pool_nodes
 from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain
+from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import node_objects, pool_nodes
 
 
 def _pool_nodes(pools, groups, hostvars):
@@ -54,11 +51,4 @@ class FilterModule(object):
             "pool_node_objects": pool_node_objects,
             "gpu_pool_nodes": gpu_pool_nodes,
             "gpu_node_names": gpu_node_names,
-            "k8s_connection": cluster_access.connection,
-            "helm_connection": cluster_access.helm_connection,
-            "k8s_retired_vars": cluster_access.retired,
-            "helm_problem": cluster_access.helm_problem,
-            "olm_problem": cluster_access.olm_problem,
-            "addons_switch_problem": switch_problem,
-            "device_plugin_configs": plugin_configs,
         }
