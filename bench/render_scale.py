@@ -61,7 +61,8 @@ def inventory(path, platform, count):
 def site(inv, build, times):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_CALLBACK_PLUGINS=os.path.join(ROOT, "bench", "render_scale"),
-               ANSIBLE_CALLBACKS_ENABLED="stage_times", GPUFLEET_STAGE_TIMES=times,
+               # the environment replaces ansible.cfg's callbacks_enabled: keep the project's preload callback
+               ANSIBLE_CALLBACKS_ENABLED="gpufleet.k8s.preload_filters,stage_times", GPUFLEET_STAGE_TIMES=times,
                PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
@@ -71,7 +72,8 @@ def site(inv, build, times):
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode:
         raise SystemExit("site.yml failed on %s:\n%s" % (inv, (proc.stdout + proc.stderr)[-3000:]))
-    changed = int(re.search(r"localhost\s+: ok=\d+\s+changed=(\d+)", proc.stdout).group(1))
+    recap = re.search(r"localhost\s+: ok=(\d+)\s+changed=(\d+).*?skipped=(\d+)", proc.stdout)
+    changed = int(recap.group(2))
     with open(times) as handle:
         plays = json.load(handle)["plays"]
     stages = dict.fromkeys(STAGES, 0.0)
@@ -81,7 +83,7 @@ def site(inv, build, times):
                 stages[stage] += play["seconds"]
     files = sum(len(f) for _d, _s, f in os.walk(build))
     return {"wall": round(wall, 2), "cpu": round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 2),
-            "changed": changed, "files": files, "stages": {k: round(v, 2) for k, v in stages.items()}}
+            "changed": changed, "files": files, "tasks": int(recap.group(1)) + int(recap.group(3)), "stages": {k: round(v, 2) for k, v in stages.items()}}
 
 
 def main():
@@ -104,16 +106,16 @@ def main():
                     again = site(inv, build, os.path.join(work, "times.json"))
                     results.append({"platform": platform, "pools": count, "run": run, "first": first, "again": again})
                     print("%-8s %4d pools: first %6.1f s wall %6.1f s CPU (%s), re-render %6.1f s wall, changed=%d, "
-                          "%d files" % (platform, count, first["wall"], first["cpu"],
+                          "%d files, %d task results" % (platform, count, first["wall"], first["cpu"],
                                         " ".join("%s %.1f" % (k, v) for k, v in first["stages"].items() if v >= 0.05),
-                                        again["wall"], again["changed"], first["files"]), flush=True)
+                                        again["wall"], again["changed"], first["files"], first["tasks"]), flush=True)
         example = os.path.join(work, "example")
         site(os.path.join(ROOT, "inventories", "example"), example, os.path.join(work, "times.json"))
         for run in range(max(args.runs, 3)):
             again = site(os.path.join(ROOT, "inventories", "example"), example, os.path.join(work, "times.json"))
             results.append({"platform": "example", "pools": 2, "run": run, "again": again})
-            print("example re-render: %.1f s wall, %.1f s CPU, changed=%d" % (again["wall"], again["cpu"],
-                                                                              again["changed"]), flush=True)
+            print("example re-render: %.1f s wall, %.1f s CPU, changed=%d, %d task results" % (
+                again["wall"], again["cpu"], again["changed"], again["tasks"]), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if args.json:
