@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 name: preload_filters
 type: aggregate
 short_description: Load gpufleet.k8s filter plugins once per run instead of once per task
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Ansible runs every task in a forked worker process, and a worker that resolves any filter of a
     collection loads every filter file of that collection (and the module_utils they import) from
