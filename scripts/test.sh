@@ -35,10 +35,9 @@ for pb in site.yml playbooks/*.yml awx/configure.yml; do
     && echo "ok   $pb" || { echo "FAIL $pb"; cat "$logs/syntax-$(basename "$pb").log"; fail=1; }
 done
 
-step "collection build"
+step "collection build (plugins + roles/ + playbooks/)"
 tmpd=$(mktemp -d)
-ansible-galaxy collection build --force --output-path "$tmpd" collections/ansible_collections/gpufleet/k8s \
-  || { echo "collection build: FAILED"; fail=1; }
+python scripts/build_collection.py --output-path "$tmpd" || { echo "collection build: FAILED"; fail=1; }
 rm -rf "$tmpd"
 
 step "pytest"
