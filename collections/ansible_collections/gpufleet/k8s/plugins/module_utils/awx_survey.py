@@ -198,7 +198,7 @@ def stage_survey_options(project_dir, stage):
     playbook includes, then the README's main variables."""
     import os
 
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.argspec_docs import stage_options
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.role_specs import stage_options
 
     options = dict(stage_options(project_dir, "playbooks/%s.yml" % stage))
     readme = os.path.join(project_dir, "README.md")
@@ -269,3 +269,18 @@ def check(params, plan, problems):
             number = -1
         if isinstance(budget, bool) or not 0 <= number <= 100:
             problems.error("gpufleet_nodes_max_fail_percentage", "%r; use a percentage from 0 to 100" % (budget,))
+
+
+def workflow_nodes(stages, organization, prefix="gpufleet "):
+    """AWX workflow nodes running the stage job templates one after another (on success)."""
+    nodes = []
+    for index, stage in enumerate(stages):
+        node = {
+            "identifier": stage,
+            "unified_job_template": {"name": prefix + stage, "type": "job_template",
+                                     "organization": {"name": organization}},
+        }
+        if index + 1 < len(stages):
+            node["related"] = {"success_nodes": [{"identifier": stages[index + 1]}]}
+        nodes.append(node)
+    return nodes
