@@ -44,7 +44,8 @@ step "pytest"
 # pytest-xdist: PYTEST_WORKERS processes (default 3: the container and playbook tests wait on I/O);
 # --dist loadfile: a test module runs whole on one worker (its module fixtures - a booted container,
 # a rendered inventory - are made once and its stateful tests keep their order)
-python -m pytest -q -n "${PYTEST_WORKERS:-3}" --dist loadfile tests
+# tests/: the repository (roles, playbooks, integration); the collection's own unit tests live in it
+python -m pytest -q -n "${PYTEST_WORKERS:-3}" --dist loadfile tests collections/ansible_collections/gpufleet/k8s/tests/unit
 rc=$?
 [ $rc -eq 0 ] || fail=1
 
