@@ -38,6 +38,7 @@ PY
 cd "$dest"
 # ansible-test lists a collection's files with git when it is a repository: make it one, so files
 # that git would ignore (none here: the staged tree is clean) are skipped the same way everywhere.
+printf "tests/output/\n" > .gitignore   # ansible-test's own output (and its delegation venv)
 git init -q . && git add -A && git -c user.name=sanity -c user.email=sanity@localhost commit -qm staged
 HOME=$home ANSIBLE_COLLECTIONS_PATH="$work" \
   ansible-test sanity --python "${SANITY_PYTHON:-3.11}" --venv --color no "$@"

@@ -22,7 +22,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 

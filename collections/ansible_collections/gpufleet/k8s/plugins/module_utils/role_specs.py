@@ -12,7 +12,7 @@ __metaclass__ = type
 import os
 import re
 
-import yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 

@@ -68,6 +68,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.k8s.plugins.module_utils.awx_survey import (
     stage_survey_options, survey_spec, workflow_survey_spec)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
 def argspec():
@@ -79,6 +80,7 @@ def argspec():
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    require_yaml(module)
     surveys = {}
     try:
         for playbook in module.params["playbooks"]:

@@ -103,6 +103,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet_report import build_report, render_files
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, file_diffs, plan_files
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
 def argspec():
@@ -124,6 +125,7 @@ def argspec():
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    require_yaml(module)
     p = module.params
     try:
         report = build_report(p["plan"], p["groups"], p["gpu_facts"], p["nodes"], p["pods"], p["utilisation"],

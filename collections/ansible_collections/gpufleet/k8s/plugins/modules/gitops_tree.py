@@ -88,6 +88,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gitops import (
     GITOPS_DIR, check_chart, component_name, components, plan_tree, write_tree)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
 def argspec():
@@ -102,6 +103,7 @@ def argspec():
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    require_yaml(module)
     p = module.params
     try:
         if p["chart"]:

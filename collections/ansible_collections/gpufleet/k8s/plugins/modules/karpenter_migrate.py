@@ -92,6 +92,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import load_v1alpha5, migrate, migration_notes
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, file_diffs, plan_render
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
 def argspec():
@@ -105,6 +106,7 @@ def argspec():
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    require_yaml(module)
     params = module.params
     try:
         objects, changes, needs_input = migrate(load_v1alpha5(params["src"]), params["kubernetes_version"],

@@ -81,6 +81,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Gpuflee
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, file_diffs, plan_files
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror import (
     manifest, manifest_markdown, problems_of, scripts)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
 def argspec():
@@ -106,6 +107,7 @@ def wanted_files(plan, values, node_hosts):
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    require_yaml(module)
     dest = module.params["dest"]
     try:
         man, files = wanted_files(module.params["plan"], module.params["values"], module.params["node_hosts"])

@@ -90,6 +90,7 @@ plan:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
 def argspec():
@@ -106,6 +107,7 @@ def argspec():
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    require_yaml(module)
     errors, warnings, plan = run_preflight(module.params)
     for warning in warnings:
         module.warn(warning)

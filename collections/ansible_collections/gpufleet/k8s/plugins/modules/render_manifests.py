@@ -72,6 +72,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, file_diffs, plan_render
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
 def argspec():
@@ -84,6 +85,7 @@ def argspec():
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    require_yaml(module)
     dest = module.params["dest"]
     try:
         wanted, writes, removes = plan_render(dest, module.params["objects"], module.params["header"] or None)
