@@ -164,8 +164,8 @@ def parse_answers(answers):
                 except yaml.YAMLError as exc:
                     mark = getattr(exc, "problem_mark", None)
                     where = " (line %d, column %d)" % (mark.line + 1, mark.column + 1) if mark else ""
-                    errors.append("%s: not valid YAML or JSON%s: %s" % (survey_var, where,
-                                                                         getattr(exc, "problem", exc)))
+                    errors.append("%s: not valid YAML or JSON%s: %s"
+                                  % (survey_var, where, getattr(exc, "problem", exc)))
                     continue
             if not isinstance(parsed, YAML_TYPES[kind]):
                 errors.append("%s: the answer is a %s, %s needs a %s (YAML or JSON)"

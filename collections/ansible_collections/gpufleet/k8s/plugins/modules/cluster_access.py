@@ -61,7 +61,6 @@ except ImportError as exc:
     IMPORT_ERROR = exc
 
 
-
 def argspec():
     spec = connection_args(None)
     spec["kubeconfig"] = dict(type="path")  # a path, named in the message (so not no_log here)

@@ -123,7 +123,6 @@ except ImportError:
     HAS_K8S = False
 
 
-
 class NodeApi:
     """list/get/patch Nodes through the kubernetes client, as plain dicts."""
 

@@ -97,7 +97,6 @@ except ImportError:
     HAS_K8S = False
 
 
-
 def argspec():
     spec = dict(
         namespace=dict(type="str", required=True),
