@@ -35,7 +35,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems
 from ansible_collections.gpufleet.k8s.plugins.module_utils.node_prep import DEFAULT_PACKAGES as NODE_PREP_PACKAGES
 from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import (
-    CHARTS, IMAGES, OLM_PACKAGES, OPERATOR_REPOSITORIES, REGISTRY_PREFIX, images as image_table, with_prefix)
+    CHARTS, IMAGES, OLM_PACKAGES, OPERATOR_REPOSITORIES, REGISTRY_PREFIX, images as image_table)
 
 MIRROR_DEFAULTS = {
     "gpufleet_mirror_registry": "",

@@ -19,7 +19,8 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import H
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 # The file-writing path lives in files.py (no PyYAML there); re-exported for the renderers.
-from ansible_collections.gpufleet.k8s.plugins.module_utils.files import apply_render, file_diffs, plan_files  # noqa: F401
+from ansible_collections.gpufleet.k8s.plugins.module_utils.files import (  # noqa: F401 pylint: disable=unused-import
+    apply_render, file_diffs, plan_files)
 
 MANAGED_NAME = re.compile(r"^[0-9]{2,}-[a-z0-9.-]+\.ya?ml$")
 
