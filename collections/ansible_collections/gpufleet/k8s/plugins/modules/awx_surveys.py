@@ -24,7 +24,7 @@ description:
     C(meta/argument_specs.yml)) or the README's main variables table documents.
   - Reads files only; changes nothing.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   project_dir:
     description: Root of the gpufleet project (holds C(roles/) and the playbooks).
@@ -37,8 +37,10 @@ options:
     required: true
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 """
 

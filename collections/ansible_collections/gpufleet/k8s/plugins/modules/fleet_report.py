@@ -20,7 +20,7 @@ description:
     GPUs are all idle, pools at their maximum).
   - Output is deterministic; files are only rewritten when their content changes.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   dest:
     description: Directory for the three files.
@@ -72,8 +72,10 @@ options:
     type: str
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 """
 

@@ -23,7 +23,7 @@ description:
     Operator chart with the rendered values as an Argo CD Helm source and a Flux HelmRelease.
   - Files are written only when their content differs; files the tree no longer holds are removed.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   build_dir:
     description: The build directory (C(gpufleet_plan.build_dir)).
@@ -49,8 +49,10 @@ options:
     type: dict
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 """
 

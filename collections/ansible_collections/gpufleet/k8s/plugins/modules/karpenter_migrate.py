@@ -23,7 +23,7 @@ description:
   - With I(dest), writes the objects as one YAML file each plus C(MIGRATION.md) into I(dest),
     deterministically (a re-run reports no change). Nothing is applied to a cluster.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   src:
     description: Path of the v1alpha5 YAML file.
@@ -42,8 +42,10 @@ options:
     default: ""
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 """
 

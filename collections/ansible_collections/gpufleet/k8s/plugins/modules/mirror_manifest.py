@@ -20,7 +20,7 @@ description:
   - The scripts are meant for a connected machine; nothing is downloaded by this module.
   - Output is deterministic; a second run with the same inputs reports no change.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   dest:
     description: Directory to write into (created when missing), usually C(build/<inventory>/mirror).
@@ -41,8 +41,10 @@ options:
     default: []
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 """
 

@@ -19,7 +19,7 @@ description:
   - Returns the normalized plan (pools with defaults filled in) that later stages render from.
   - Changes nothing, anywhere.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   platform:
     description: Kubernetes platform of the cluster (C(gpufleet_platform)).
@@ -55,8 +55,10 @@ options:
     default: {}
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 """
 

@@ -19,7 +19,7 @@ description:
     (only files named like rendered manifests; other files are left alone).
   - This is gpufleet's render mode output, meant to be committed by GitOps users.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   dest:
     description: Directory to render into; created when missing.
@@ -36,8 +36,10 @@ options:
     default: ""
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 """
 
