@@ -204,7 +204,7 @@ class Container(_CustomDict):  # type: ignore[type-arg]
 
             return self.append(None, key)
 
-        if not (not isinstance(key, Item)):  # was: assert (ansible-test sanity no-assert)
+        if isinstance(key, Item):  # was: assert not ... (ansible-test sanity no-assert)
             raise AssertionError()
         return self.append(key, item)
 
