@@ -9,9 +9,10 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "collections"))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.argspec_docs import (  # noqa: E402
-    load_role_spec, render_role_readme)
+from argspec_docs import render_role_readme  # noqa: E402
+from ansible_collections.gpufleet.k8s.plugins.module_utils.role_specs import load_role_spec  # noqa: E402
 
 
 def main(argv):

@@ -20,14 +20,15 @@ def _env():
 
 
 def _site_entries():
-    with open(os.path.join(ROOT, "site.yml")) as handle:
+    # site.yml at the top imports playbooks/site.yml (the whole run, also gpufleet.k8s.site)
+    with open(os.path.join(ROOT, "playbooks", "site.yml")) as handle:
         return yaml.safe_load(handle)
 
 
 def _site_imports():
     """The stage imports of site.yml (not its always-tagged bookkeeping: the whole-run marker, publish)."""
     return [e for e in _site_entries()
-            if re.match(r"playbooks/(\w+)\.yml$", e.get("ansible.builtin.import_playbook", ""))
+            if re.match(r"(\w+)\.yml$", e.get("ansible.builtin.import_playbook", ""))
             and "always" not in (e.get("tags") or [])]
 
 
@@ -39,14 +40,14 @@ def _always_plays():
     return names
 
 
-STAGES = [re.match(r"playbooks/(\w+)\.yml$", entry["ansible.builtin.import_playbook"]).group(1)
+STAGES = [re.match(r"(\w+)\.yml$", entry["ansible.builtin.import_playbook"]).group(1)
           for entry in _site_imports()]
 
 
 def test_every_stage_import_is_tagged_with_its_name():
     assert STAGES == ["preflight", "provision", "nodes", "cluster", "validate", "report"]
     for entry in _site_imports():
-        stage = re.match(r"playbooks/(\w+)\.yml$", entry["ansible.builtin.import_playbook"]).group(1)
+        stage = re.match(r"(\w+)\.yml$", entry["ansible.builtin.import_playbook"]).group(1)
         assert stage in (entry.get("tags") or []), entry
 
 

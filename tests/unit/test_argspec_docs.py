@@ -1,10 +1,14 @@
-"""Argument specs -> AWX surveys and role README sections."""
+"""Argument specs -> AWX surveys (module_utils/role_specs.py) and role README sections
+(scripts/argspec_docs.py, a developer tool outside the collection)."""
 import os
+import sys
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.argspec_docs import (
-    README_BEGIN, README_END, render_role_readme, roles_of_playbook, stage_options)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.role_specs import roles_of_playbook, stage_options
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+from argspec_docs import README_BEGIN, README_END, render_role_readme  # noqa: E402
 
 
 def test_stage_playbook_roles_and_options_come_from_the_repo():
@@ -27,7 +31,7 @@ def test_readme_section_replaced_in_place_keeping_hand_written_text():
 
 
 def test_workflow_chains_stages_in_order_on_success():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.argspec_docs import workflow_nodes
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.awx_survey import workflow_nodes
     nodes = workflow_nodes(["preflight", "provision", "report"], "org")
     assert [n["identifier"] for n in nodes] == ["preflight", "provision", "report"]
     assert nodes[0]["related"] == {"success_nodes": [{"identifier": "provision"}]}

@@ -1,3 +1,4 @@
+#!/bin/sh
 # Read-only facts for the nvidia_driver role, one "key=value" per line.
 # container: systemd-detect-virt's answer, else the engines' marker files; "none" when neither says so.
 c=$(systemd-detect-virt --container 2>/dev/null) || c=none

@@ -22,7 +22,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 
@@ -164,8 +164,8 @@ def parse_answers(answers):
                 except yaml.YAMLError as exc:
                     mark = getattr(exc, "problem_mark", None)
                     where = " (line %d, column %d)" % (mark.line + 1, mark.column + 1) if mark else ""
-                    errors.append("%s: not valid YAML or JSON%s: %s" % (survey_var, where,
-                                                                         getattr(exc, "problem", exc)))
+                    errors.append("%s: not valid YAML or JSON%s: %s"
+                                  % (survey_var, where, getattr(exc, "problem", exc)))
                     continue
             if not isinstance(parsed, YAML_TYPES[kind]):
                 errors.append("%s: the answer is a %s, %s needs a %s (YAML or JSON)"
@@ -198,7 +198,7 @@ def stage_survey_options(project_dir, stage):
     playbook includes, then the README's main variables."""
     import os
 
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.argspec_docs import stage_options
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.role_specs import stage_options
 
     options = dict(stage_options(project_dir, "playbooks/%s.yml" % stage))
     readme = os.path.join(project_dir, "README.md")
@@ -269,3 +269,18 @@ def check(params, plan, problems):
             number = -1
         if isinstance(budget, bool) or not 0 <= number <= 100:
             problems.error("gpufleet_nodes_max_fail_percentage", "%r; use a percentage from 0 to 100" % (budget,))
+
+
+def workflow_nodes(stages, organization, prefix="gpufleet "):
+    """AWX workflow nodes running the stage job templates one after another (on success)."""
+    nodes = []
+    for index, stage in enumerate(stages):
+        node = {
+            "identifier": stage,
+            "unified_job_template": {"name": prefix + stage, "type": "job_template",
+                                     "organization": {"name": organization}},
+        }
+        if index + 1 < len(stages):
+            node["related"] = {"success_nodes": [{"identifier": stages[index + 1]}]}
+        nodes.append(node)
+    return nodes

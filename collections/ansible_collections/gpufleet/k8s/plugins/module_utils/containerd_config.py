@@ -191,7 +191,7 @@ def check(params, plan, problems):
     preset = extra.get(prefix + "preset") or PLATFORM_PRESETS.get(plan.get("platform") or "", "containerd")
     mode = extra.get(prefix + "mode", "drop-in")
     for problem in check_inputs(preset, mode, extra.get(prefix + "config_version"), var_prefix=prefix):
-        var, _, msg = problem.partition(": ")
+        var, _sep, msg = problem.partition(": ")
         problems.error(var, msg)
 
 
@@ -598,7 +598,7 @@ def plan_standalone_dropin(kind, dropin_text, dropin_path, runtime_name="nvidia"
 def containerd_version(binary, run=subprocess.run):
     """(major, minor) of the containerd binary, or None."""
     try:
-        out = run([binary, "--version"], capture_output=True, text=True, timeout=30).stdout
+        out = run([binary, "--version"], capture_output=True, text=True, timeout=30, check=False).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     match = re.search(r" v?(\d+)\.(\d+)\.\d+", out or "")
@@ -608,7 +608,7 @@ def containerd_version(binary, run=subprocess.run):
 def containerd_default(binary, run=subprocess.run):
     """``containerd config default`` output, or None."""
     try:
-        proc = run([binary, "config", "default"], capture_output=True, text=True, timeout=60)
+        proc = run([binary, "config", "default"], capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return proc.stdout if proc.returncode == 0 and proc.stdout.strip() else None
@@ -673,7 +673,8 @@ def validate_candidate(binary, root_path, files, runtime_name="nvidia", binary_n
         candidate = os.path.join(tmp, "config.toml")
         with open(candidate, "w") as handle:
             handle.write(tomlkit.dumps(doc))
-        proc = run([binary, "--config", candidate, "config", "dump"], capture_output=True, text=True, timeout=60)
+        proc = run([binary, "--config", candidate, "config", "dump"], capture_output=True, text=True, timeout=60,
+                   check=False)
         if proc.returncode != 0:
             raise GpufleetError("containerd refused the candidate config (live file left untouched): %s"
                                 % (proc.stderr.strip() or proc.stdout.strip()))

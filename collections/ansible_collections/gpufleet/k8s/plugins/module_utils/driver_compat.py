@@ -191,8 +191,8 @@ def validate_driver(values, architectures=(), distros=(), today=None, grace_hopp
 
     known_archs = [a for a in architectures if a in ARCHITECTURES]
     old_gpus = sorted(set(a for a in known_archs if a in OPEN_UNSUPPORTED))
-    open_only = sorted(set(a for a in known_archs if a in OPEN_REQUIRED) | (set(["grace-hopper"]) if grace_hopper
-                                                                              else set()))
+    open_only = sorted(set(a for a in known_archs if a in OPEN_REQUIRED)
+                       | (set(["grace-hopper"]) if grace_hopper else set()))
 
     if version is not None:
         branch = version["branch"]

@@ -277,8 +277,8 @@ def driver_plan(inputs):
         if loaded and version_satisfies(loaded, values["nvidia_driver_version"]):
             plan["install"] = False
             plan["warnings"].append("nvidia_driver_version: the preinstalled driver %s (%s) satisfies %s; "
-                                    "nothing is installed" % (loaded, ", ".join(plan["preinstalled_by"]),
-                                                               values["nvidia_driver_version"]))
+                                    "nothing is installed"
+                                    % (loaded, ", ".join(plan["preinstalled_by"]), values["nvidia_driver_version"]))
         elif not values["nvidia_driver_replace_preinstalled"]:
             plan["errors"].append("nvidia_driver_version: the preinstalled driver %s (%s) does not satisfy the "
                                   "requested %s; use one of: nvidia_driver_version matching %s, "

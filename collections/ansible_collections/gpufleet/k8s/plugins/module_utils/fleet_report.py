@@ -252,8 +252,8 @@ def _summary(report):
         report["source"], t["pools"], t["nodes"], t["gpus"], t["capacity"],
         "" if t["requested"] is None else ", requested: %d" % t["requested"])
     if t.get("idle_gpu_hours") is not None:
-        text += " Idle GPU-hours over %s: %s%s." % (report["window"], t["idle_gpu_hours"],
-                                                  "" if t.get("idle_cost") is None else " (cost %s)" % _money(t["idle_cost"]))
+        cost = "" if t.get("idle_cost") is None else " (cost %s)" % _money(t["idle_cost"])
+        text += " Idle GPU-hours over %s: %s%s." % (report["window"], t["idle_gpu_hours"], cost)
     return text
 
 
@@ -272,8 +272,9 @@ def render_markdown(report):
             _fmt(r.get("idle_gpu_hours")), _money(r.get("idle_cost")), ", ".join(r.get("drivers") or []) or "-"))
     lines += ["", "## Nodes", "", "| node | pool | allocatable | requested | avg util % | driver |", "|---|---|---|---|---|---|"]
     for n in report["nodes"]:
-        lines.append("| %s | %s | %s | %s | %s | %s |" % (n["node"], n["pool"], _fmt(n["allocatable"]),
-                                                       _fmt(n["requested"]), _fmt(n["avg_utilisation"]), n["driver"] or "-"))
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            n["node"], n["pool"], _fmt(n["allocatable"]), _fmt(n["requested"]), _fmt(n["avg_utilisation"]),
+            n["driver"] or "-"))
     lines += ["", "## Right-sizing hints", ""]
     lines += ["- " + h for h in report["hints"]] or ["- none"]
     return "\n".join(lines) + "\n"
@@ -292,8 +293,8 @@ def _bars(title, items, colour, chart_id):
         parts.append('<rect x="150" y="%d" width="%d" height="16" fill="#e5e7eb"/>' % (y, int(380 * maximum / scale)))
         parts.append('<rect class="bar" data-label="%s" data-value="%s" x="150" y="%d" width="%d" height="16" fill="%s"/>'
                      % (html.escape(label), value, y, int(380 * value / scale), colour))
-        parts.append('<text x="%d" y="%d">%s</text>' % (155 + int(380 * max(value, maximum) / scale), y + 13,
-                                                         html.escape("%s / %s" % (value, maximum))))
+        parts.append('<text x="%d" y="%d">%s</text>' % (
+            155 + int(380 * max(value, maximum) / scale), y + 13, html.escape("%s / %s" % (value, maximum))))
     parts.append("</svg>")
     return "\n".join(parts)
 

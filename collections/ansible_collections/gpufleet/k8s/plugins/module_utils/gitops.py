@@ -24,7 +24,7 @@ __metaclass__ = type
 
 import os
 
-import yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import MANAGED_NAME, dump_yaml

@@ -154,8 +154,8 @@ def rule_groups(s):
              "expr": "avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[%s]) < %s" % (s["gpu_monitoring_idle_for"], idle),
              "labels": {"severity": "info"},
              "annotations": {
-                 "summary": where + " (MIG instance {{ $labels.GPU_I_PROFILE }}) was idle for "
-                            + s["gpu_monitoring_idle_for"],
+                 "summary": (where + " (MIG instance {{ $labels.GPU_I_PROFILE }}) was idle for "
+                             + s["gpu_monitoring_idle_for"]),
                  "description": "Graphics engine active below %s%% on average: release it or right-size the "
                                 "pool." % s["gpu_monitoring_idle_percent"]}},
         ]},

@@ -19,7 +19,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, one_of
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import NODE_NAME_VAR, node_names
 
 # apimachinery: qualifiedNameFmt / labelValueFmt / dns1123LabelFmt / dns1123SubdomainFmt

@@ -19,7 +19,7 @@ __metaclass__ = type
 import copy
 import re
 
-import yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import GPU_MANUFACTURER, GPU_TYPES

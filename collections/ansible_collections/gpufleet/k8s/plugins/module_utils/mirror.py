@@ -35,7 +35,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems
 from ansible_collections.gpufleet.k8s.plugins.module_utils.node_prep import DEFAULT_PACKAGES as NODE_PREP_PACKAGES
 from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import (
-    CHARTS, IMAGES, OLM_PACKAGES, OPERATOR_REPOSITORIES, REGISTRY_PREFIX, images as image_table, with_prefix)
+    CHARTS, IMAGES, OLM_PACKAGES, OPERATOR_REPOSITORIES, REGISTRY_PREFIX, images as image_table)
 
 MIRROR_DEFAULTS = {
     "gpufleet_mirror_registry": "",
@@ -330,8 +330,8 @@ def _os_packages(plan, values, node_hosts, notes):
         repos = section["repositories"]
         keys = section["keys"]
         # a quoted "false" (-e name=false) must not read as true
-        if str(values.get("nvidia_container_toolkit_repo_manage", True)).strip().lower() in ("true", "yes", "on", "y",
-                                                                                            "t", "1"):
+        if str(values.get("nvidia_container_toolkit_repo_manage", True)).strip().lower() in (
+                "true", "yes", "on", "y", "t", "1"):
             kit_repo = values.get("nvidia_container_toolkit_repo_url") or TOOLKIT_REPO[family]
             repos.append({"component": "toolkit", "url": kit_repo, "mirror": mirror_url(kit_repo, mirror)})
             key = values.get("nvidia_container_toolkit_repo_key_url") or TOOLKIT_KEY

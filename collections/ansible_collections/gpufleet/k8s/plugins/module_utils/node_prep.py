@@ -101,8 +101,9 @@ def check(params, plan, problems):
             continue
         for index, item in enumerate(value):
             if not isinstance(item, str) or not PACKAGE_RE.match(item):
-                problems.error("%s[%d]" % (name, index), "%r is not a package name; use one of: a name such as "
-                                                          "pciutils, name=version (apt), name-version (dnf)" % (item,))
+                problems.error("%s[%d]" % (name, index),
+                               "%r is not a package name; use one of: a name such as "
+                               "pciutils, name=version (apt), name-version (dnf)" % (item,))
     if "gpu_node_prep_epel_package" in extra:
         value = extra["gpu_node_prep_epel_package"]
         if not isinstance(value, str) or (value and not EPEL_RE.match(value)):

@@ -205,7 +205,7 @@ def differences(recorded, current, limit=10):
         for key in sorted(set(old) | set(new)):
             if old.get(key) != new.get(key):
                 found.append("%s %s: %s -> %s" % (section[:-1] if section != "packages" else "package", key,
-                                                   old.get(key, "absent"), new.get(key, "absent")))
+                                                  old.get(key, "absent"), new.get(key, "absent")))
     for key in ("kernel", "modules", "gpus"):
         if recorded.get(key) != current.get(key):
             found.append("%s: %s -> %s" % (key, json.dumps(recorded.get(key)), json.dumps(current.get(key))))

@@ -4,7 +4,8 @@
 """Onboarding an existing cluster: a starting inventory from its Node objects.
 
 GPU nodes are those labelled ``nvidia.com/gpu.present=true`` (GPU feature discovery) or
-``cloud.google.com/gke-accelerator``, or with ``nvidia.com/gpu*`` in their capacity or allocatable. They are grouped into pools by the pool they already belong to
+``cloud.google.com/gke-accelerator``, or with ``nvidia.com/gpu*`` in their capacity or allocatable.
+They are grouped into pools by the pool they already belong to
 (``gpufleet.io/pool``, Karpenter's ``karpenter.sh/nodepool``, GKE's ``cloud.google.com/gke-nodepool``),
 else by GPU type and count. The GPU type comes from GFD's ``nvidia.com/gpu.product``, Karpenter's
 ``karpenter.k8s.aws/instance-gpu-name`` or GKE's ``cloud.google.com/gke-accelerator``; the GPU count
@@ -124,8 +125,8 @@ def propose(nodes, cluster_name, platform=None):
                 pool["sharing"] = {"mode": "time-slicing", "replicas": replicas}
             pools[key] = pool
         elif pools[key]["gpus_per_node"] != count:
-            notes.append("pool %s: node %s has %d GPUs, others %d: split the pool" % (key, name, count,
-                                                                                   pools[key]["gpus_per_node"]))
+            notes.append("pool %s: node %s has %d GPUs, others %d: split the pool"
+                         % (key, name, count, pools[key]["gpus_per_node"]))
         if self_managed:
             groups.setdefault(pools[key]["node_group"], []).append(name)
         else:
@@ -168,6 +169,7 @@ def inventory_files(proposal):
     drivers = "".join("#   %s: %s\n" % (v, ", ".join(ns)) for v, ns in proposal["drivers"].items())
     return {
         "hosts.yml": "---\n" + header + dump_yaml(hosts).replace(": null\n", ":\n"),
-        "group_vars/all/gpufleet.yml": "---\n" + header + notes + ("# Installed drivers (GPU feature discovery):\n"
-                                                                  + drivers if drivers else "") + dump_yaml(values),
+        "group_vars/all/gpufleet.yml": ("---\n" + header + notes
+                                        + ("# Installed drivers (GPU feature discovery):\n" + drivers if drivers else "")
+                                        + dump_yaml(values)),
     }

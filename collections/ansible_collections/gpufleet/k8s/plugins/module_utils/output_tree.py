@@ -191,3 +191,21 @@ def mark(path):
     with open(marker_path, "w") as handle:
         handle.write(MARKER_TEXT)
     return True
+
+
+def project_dir(playbook_dir, cwd):
+    """The project directory: what a relative ``gpufleet_build_dir`` and the default
+    ``build/<inventory name>`` are relative to, whatever the layout gpufleet is installed in.
+
+    - a playbook of an installed collection (``ansible-playbook gpufleet.k8s.site``, its path lies
+      below an ``ansible_collections`` folder): the directory ``ansible-playbook`` runs in (``cwd``),
+      never the collection's own folder;
+    - a playbook in a ``playbooks/`` folder (a clone's ``playbooks/nodes.yml``): the folder above it;
+    - any other playbook (a clone's ``site.yml``, a project's own playbook): its own directory.
+    """
+    path = os.path.realpath(playbook_dir)
+    if "ansible_collections" in path.split(os.sep):
+        return os.path.realpath(cwd)
+    if os.path.basename(path) == "playbooks":
+        return os.path.dirname(path)
+    return path

@@ -15,17 +15,14 @@ __metaclass__ = type
 import os
 import re
 
-import yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import HAS_YAML, yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 # The file-writing path lives in files.py (no PyYAML there); re-exported for the renderers.
-from ansible_collections.gpufleet.k8s.plugins.module_utils.files import apply_render, file_diffs, plan_files  # noqa: F401
+from ansible_collections.gpufleet.k8s.plugins.module_utils.files import (  # noqa: F401 pylint: disable=unused-import
+    apply_render, file_diffs, plan_files)
 
 MANAGED_NAME = re.compile(r"^[0-9]{2,}-[a-z0-9.-]+\.ya?ml$")
-
-
-class _Dumper(yaml.SafeDumper):
-    """Block style, multi-line strings as literal blocks (ConfigMap data stays readable)."""
 
 
 def _str_presenter(dumper, data):
@@ -34,7 +31,11 @@ def _str_presenter(dumper, data):
     return dumper.represent_scalar("tag:yaml.org,2002:str", data)
 
 
-_Dumper.add_representer(str, _str_presenter)
+if HAS_YAML:  # else the module fails first (yaml_support.require_yaml)
+    class _Dumper(yaml.SafeDumper):
+        """Block style, multi-line strings as literal blocks (ConfigMap data stays readable)."""
+
+    _Dumper.add_representer(str, _str_presenter)
 
 
 def dump_yaml(obj):

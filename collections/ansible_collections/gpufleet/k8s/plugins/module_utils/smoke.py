@@ -171,8 +171,9 @@ def _pod_problem(pod):
             return True, "container %s %s: %s" % (cs.get("name"), waiting["reason"], waiting.get("message") or "")
         term = (cs.get("state") or {}).get("terminated") or {}
         if term and term.get("exitCode", 0) != 0:
-            return False, "container %s exited %s (%s)%s" % (cs.get("name"), term.get("exitCode"), term.get("reason") or "",
-                                                            ": " + term["message"] if term.get("message") else "")
+            return False, "container %s exited %s (%s)%s" % (
+                cs.get("name"), term.get("exitCode"), term.get("reason") or "",
+                ": " + term["message"] if term.get("message") else "")
     if status.get("phase") == "Pending":
         for cond in status.get("conditions") or []:
             if cond.get("type") == "PodScheduled" and cond.get("status") == "False":

@@ -24,7 +24,7 @@ description:
     C(meta/argument_specs.yml)) or the README's main variables table documents.
   - Reads files only; changes nothing.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   project_dir:
     description: Root of the gpufleet project (holds C(roles/) and the playbooks).
@@ -37,8 +37,10 @@ options:
     required: true
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 """
 
@@ -68,6 +70,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.k8s.plugins.module_utils.awx_survey import (
     stage_survey_options, survey_spec, workflow_survey_spec)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
 def argspec():
@@ -79,6 +82,7 @@ def argspec():
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    require_yaml(module)
     surveys = {}
     try:
         for playbook in module.params["playbooks"]:

@@ -48,7 +48,7 @@ description:
     candidate of a template or a standalone drop-in is not validated with a binary (their
     runtimes embed their own containerd).
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 notes:
   - The TOML library (tomlkit) ships inside the collection; nothing needs installing on the node.
 options:
@@ -102,8 +102,10 @@ options:
     default: true
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 """
 

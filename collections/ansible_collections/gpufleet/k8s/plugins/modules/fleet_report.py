@@ -20,7 +20,7 @@ description:
     GPUs are all idle, pools at their maximum).
   - Output is deterministic; files are only rewritten when their content changes.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   dest:
     description: Directory for the three files.
@@ -72,8 +72,10 @@ options:
     type: str
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 """
 
@@ -103,6 +105,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet_report import build_report, render_files
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, file_diffs, plan_files
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
 def argspec():
@@ -124,6 +127,7 @@ def argspec():
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    require_yaml(module)
     p = module.params
     try:
         report = build_report(p["plan"], p["groups"], p["gpu_facts"], p["nodes"], p["pods"], p["utilisation"],

@@ -23,7 +23,7 @@ description:
     Operator chart with the rendered values as an Argo CD Helm source and a Flux HelmRelease.
   - Files are written only when their content differs; files the tree no longer holds are removed.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   build_dir:
     description: The build directory (C(gpufleet_plan.build_dir)).
@@ -49,8 +49,10 @@ options:
     type: dict
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 """
 
@@ -88,6 +90,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gitops import (
     GITOPS_DIR, check_chart, component_name, components, plan_tree, write_tree)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
 def argspec():
@@ -102,6 +105,7 @@ def argspec():
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    require_yaml(module)
     p = module.params
     try:
         if p["chart"]:

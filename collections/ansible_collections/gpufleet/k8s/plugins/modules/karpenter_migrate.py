@@ -23,7 +23,7 @@ description:
   - With I(dest), writes the objects as one YAML file each plus C(MIGRATION.md) into I(dest),
     deterministically (a re-run reports no change). Nothing is applied to a cluster.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   src:
     description: Path of the v1alpha5 YAML file.
@@ -42,8 +42,10 @@ options:
     default: ""
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 """
 
@@ -92,6 +94,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import load_v1alpha5, migrate, migration_notes
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, file_diffs, plan_render
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
 def argspec():
@@ -105,6 +108,7 @@ def argspec():
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    require_yaml(module)
     params = module.params
     try:
         objects, changes, needs_input = migrate(load_v1alpha5(params["src"]), params["kubernetes_version"],

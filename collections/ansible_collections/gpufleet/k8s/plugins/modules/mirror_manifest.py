@@ -20,7 +20,7 @@ description:
   - The scripts are meant for a connected machine; nothing is downloaded by this module.
   - Output is deterministic; a second run with the same inputs reports no change.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   dest:
     description: Directory to write into (created when missing), usually C(build/<inventory>/mirror).
@@ -41,8 +41,10 @@ options:
     default: []
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 """
 
@@ -81,6 +83,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Gpuflee
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, file_diffs, plan_files
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror import (
     manifest, manifest_markdown, problems_of, scripts)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
 def argspec():
@@ -106,6 +109,7 @@ def wanted_files(plan, values, node_hosts):
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    require_yaml(module)
     dest = module.params["dest"]
     try:
         man, files = wanted_files(module.params["plan"], module.params["values"], module.params["node_hosts"])

@@ -26,7 +26,7 @@ description:
     the host, before anything is written; so does a label or taint another party set to a
     different value (unless O(force_conflicts)).
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   nodes:
     description: Every Node gpufleet manages, with the labels and taints it wants there.
@@ -62,9 +62,11 @@ extends_documentation_fragment:
   - gpufleet.k8s.k8s_connection
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Reads the Nodes and reports what would change; writes nothing.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details: One diff per changed Node (labels, taints and the ownership record, before and after).
 requirements:
@@ -98,7 +100,7 @@ nodes:
     name: {description: Node name, type: str}
     host: {description: Inventory host (null for Nodes no longer in the inventory), type: str}
     changed: {description: Whether this Node was (or in check mode would be) written, type: bool}
-    after: {description: Labels, taints and ownership record after the change, type: dict}
+    after: {description: "Labels, taints and ownership record after the change", type: dict}
 notes:
   description: Labels gpufleet no longer claims because someone else changed them.
   returned: always
@@ -121,7 +123,6 @@ try:
     HAS_K8S = True
 except ImportError:
     HAS_K8S = False
-
 
 
 class NodeApi:

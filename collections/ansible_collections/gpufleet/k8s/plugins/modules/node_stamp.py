@@ -24,7 +24,7 @@ description:
   - One call per host either way; the node stage uses it to skip all its tasks on a host where a
     re-run could not change anything.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   state:
     description: C(check) reads and compares, C(present) records, C(absent) removes the stamp.
@@ -65,8 +65,10 @@ options:
         default: []
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 notes:
   - "The watch list should be broad: a false difference only costs a full run of the stage."

@@ -25,7 +25,7 @@ description:
     RV(nvidia_smi_failure).
   - Changes nothing.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   nvidia_smi_path:
     description:
@@ -43,8 +43,10 @@ options:
     default: /sys/module
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 notes:
   - Architecture comes from an exact table of data-centre GPUs, then from device-ID ranges per
@@ -161,11 +163,11 @@ pci_gpus:
     pci_bus_id: {description: PCI address, type: str, sample: "0000:18:00.0"}
     pci_device_id: {description: PCI device ID, type: str, sample: "0x2330"}
     pci_class: {description: PCI class code, type: str, sample: "0x030200"}
-    name: {description: Name from the table, or null, type: str}
+    name: {description: "Name from the table, or null", type: str}
     architecture: {description: Architecture or null when unknown, type: str}
     architecture_source: {description: "C(table), C(range) or C(unknown)", type: str}
     grace_hopper: {description: Whether this is a Grace Hopper superchip GPU, type: bool}
-    kernel_driver: {description: Kernel driver bound to the device (nvidia, nouveau) or null, type: str}
+    kernel_driver: {description: "Kernel driver bound to the device (nvidia, nouveau) or null", type: str}
 nvswitches:
   description: NVIDIA NVSwitch bridges on the PCI bus (class C(0x0680)); their GPUs need Fabric Manager.
   returned: always

@@ -19,7 +19,7 @@ description:
   - Returns the normalized plan (pools with defaults filled in) that later stages render from.
   - Changes nothing, anywhere.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   platform:
     description: Kubernetes platform of the cluster (C(gpufleet_platform)).
@@ -55,8 +55,10 @@ options:
     default: {}
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 """
 
@@ -90,6 +92,7 @@ plan:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
 def argspec():
@@ -106,6 +109,7 @@ def argspec():
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    require_yaml(module)
     errors, warnings, plan = run_preflight(module.params)
     for warning in warnings:
         module.warn(warning)

@@ -19,7 +19,7 @@ description:
     (only files named like rendered manifests; other files are left alone).
   - This is gpufleet's render mode output, meant to be committed by GitOps users.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   dest:
     description: Directory to render into; created when missing.
@@ -36,8 +36,10 @@ options:
     default: ""
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 """
 
@@ -72,6 +74,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, file_diffs, plan_render
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
 def argspec():
@@ -84,6 +87,7 @@ def argspec():
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    require_yaml(module)
     dest = module.params["dest"]
     try:
         wanted, writes, removes = plan_render(dest, module.params["objects"], module.params["header"] or None)

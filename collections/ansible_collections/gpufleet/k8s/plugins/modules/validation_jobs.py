@@ -21,7 +21,7 @@ description:
     was waiting for (Pending and the scheduler's reason, ...).
   - Read-only.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   namespace:
     description: Namespace of the validation Jobs.
@@ -48,9 +48,11 @@ extends_documentation_fragment:
   - gpufleet.k8s.k8s_connection
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Reads once and does not wait.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 requirements:
   - kubernetes (Python client)
@@ -95,7 +97,6 @@ try:
     HAS_K8S = True
 except ImportError:
     HAS_K8S = False
-
 
 
 def argspec():

@@ -1,3 +1,4 @@
+# pylint: disable=disallowed-name,useless-import-alias  # upstream tomlkit style, kept unchanged (see ../README.md)
 from __future__ import annotations
 
 import contextlib
