@@ -7,8 +7,10 @@ minimum, maximum} with cpu in cores, memory in GB and one entry per GPU accelera
 autoprovisioningLocations (zones); management {autoRepair, autoUpgrade}; shieldedInstanceConfig
 {enableSecureBoot, enableIntegrityMonitoring}; diskSizeGb (smallest 10 GB); diskType; imageType;
 serviceAccount; scopes; upgradeSettings; bootDiskKmsKey; minCpuPlatform.
+The accelerator resource types come from the recorded Compute Engine catalog
+(tests/fixtures/clouds/gce-gpu-machine-types.yml), not from the code under test.
 """
-from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import gke_accelerators
+from cloud_catalog import gce_accelerators
 
 # Documented NAP config-file fields: name -> (type, check)
 NAP_SCHEMA = {
@@ -25,7 +27,7 @@ NAP_SCHEMA = {
     "bootDiskKmsKey": str,
     "minCpuPlatform": str,
 }
-RESOURCE_TYPES = {"cpu", "memory"} | set(gke_accelerators())
+RESOURCE_TYPES = {"cpu", "memory"} | set(gce_accelerators())
 DISK_TYPES = {"pd-standard", "pd-balanced", "pd-ssd"}
 IMAGE_TYPES = {"COS_CONTAINERD", "UBUNTU_CONTAINERD"}
 

@@ -13,6 +13,7 @@ import yaml
 
 from k8s_schema import assert_valid
 from prom_schema import assert_valid_prometheus
+from render_cache import private_copy, rendered_site
 from test_site_render import ROOT, recap, run_site
 
 INVENTORIES = sorted(d for d in os.listdir(os.path.join(ROOT, "inventories"))
@@ -62,8 +63,7 @@ def check_objects(files):
 @pytest.fixture(scope="module", params=INVENTORIES)
 def rendered(request, tmp_path_factory):
     inv = request.param
-    build = tmp_path_factory.mktemp("addons") / inv
-    rc, out = run_site(build, inventory="inventories/" + inv)
+    rc, out, build = rendered_site(tmp_path_factory, inventory="inventories/" + inv)
     assert rc == 0, out[-3000:]
     return inv, build, out
 
@@ -86,8 +86,10 @@ def test_components_are_rendered_and_schema_valid(rendered):
         assert values["driver"]["kernelModuleType"] == "open"
 
 
-def test_rerun_is_byte_identical_and_changes_nothing(rendered):
-    inv, build, _out = rendered
+def test_rerun_is_byte_identical_and_changes_nothing(rendered, tmp_path_factory):
+    """Every file of every inventory's render (test_pools_render relies on this for provision/)."""
+    inv, shared, _out = rendered
+    build = private_copy(shared, tmp_path_factory)
     before = all_files(build)
     rc, out = run_site(build, inventory="inventories/" + inv)
     assert rc == 0, out[-3000:]

@@ -12,6 +12,7 @@ import uuid
 import pytest
 import yaml
 
+from frozen import TODAY_VARS
 from systemd_node import boot, podman, remove
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -41,7 +42,7 @@ def run(playbook, extra, build_dir):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_FORCE_COLOR="0", GPUFLEET_TEST_NODE=NODE, PATH=BIN + os.pathsep + os.environ["PATH"])
     cmd = [os.path.join(BIN, "ansible-playbook"), playbook, "-i", INVENTORY,
-           "-e", "gpufleet_build_dir=%s" % build_dir, "-e", json.dumps(extra)]
+           "-e", "gpufleet_build_dir=%s" % build_dir, "-e", json.dumps(extra)] + TODAY_VARS
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     return proc.returncode, re.sub(r"\s+", " ", proc.stdout + proc.stderr)
 

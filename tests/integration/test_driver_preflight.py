@@ -5,6 +5,8 @@ import sys
 
 import pytest
 
+from frozen import TODAY, TODAY_VARS
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
 
@@ -13,7 +15,7 @@ def run_site(build_dir, *extra):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
     cmd = [os.path.join(BIN, "ansible-playbook"), "site.yml", "-i", "inventories/example",
-           "-e", "gpufleet_build_dir=%s" % build_dir] + list(extra)
+           "-e", "gpufleet_build_dir=%s" % build_dir] + TODAY_VARS + list(extra)
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     return proc.returncode, proc.stdout + proc.stderr
 
@@ -32,3 +34,12 @@ def test_site_stops_in_preflight(tmp_path, extra, expected):
     assert expected in out, out[-3000:]
     assert "gpufleet preflight found" in out
     assert not build.exists() or not any(os.scandir(build))
+
+
+def test_preflight_reads_the_frozen_day_not_the_wall_clock(tmp_path):
+    """The same R535 inventory passes preflight on the last day of the branch's support."""
+    assert TODAY > "2026-06-30"
+    rc, out = run_site(tmp_path / "example", "-e", "__gpufleet_today=2026-06-30",
+                       "-e", '{"nvidia_driver_version": "535.261.03"}', "--tags", "preflight")
+    assert rc == 0, out[-3000:]
+    assert "reached end of life" not in out

@@ -131,23 +131,49 @@ def test_apt_lock_held_too_long_fails_clearly_without_half_installed_packages(in
     assert toolkit_version() == "1.17.8-1" and audit() == ""
 
 
+def not_installed():
+    """Packages dpkg records in a state other than installed (half-installed, unpacked, ...)."""
+    return sorted(line.split()[0] for line in sh(
+        "dpkg-query -W -f='${Package} ${db:Status-Status}\\n'").stdout.splitlines()
+        if len(line.split()) == 2 and line.split()[1] not in ("installed", "not-installed", "config-files"))
+
+
+# Stands between dpkg and its archive extractor: while dpkg unpacks a package (the package already
+# recorded half-installed), the extraction waits until the test has killed dpkg.
+SLOW_DPKG_DEB = """#!/bin/sh
+if [ "$1" = "--fsys-tarfile" ]; then touch /run/dpkg-unpacking; sleep 300; fi
+exec /usr/bin/dpkg-deb.real "$@"
+"""
+
+
 def test_interrupted_converge_recovers_on_rerun(inventory):
-    """Injected: the play moving the pin to 1.18.0-1 is killed (SIGKILL to the whole process group)
-    once apt starts installing. Checked: a re-run converges (1.18.0-1 installed, containerd active
-    with the nvidia runtime), a third run changes nothing, dpkg has nothing half-done."""
-    proc = play(inventory, "nvidia_container_toolkit_repo_url=file:/srv/repo", "nvidia_container_toolkit_version=1.18.0-1",
-                background=True)
-    killed_at = None
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if sh("pgrep -f 'dpkg|apt-get|apt ' >/dev/null", check=False).returncode == 0:
+    """Injected: the play moving the pin to 1.18.0-1 is killed (SIGKILL to the play's process group
+    and to dpkg and apt inside the node) while dpkg is unpacking a package. Checked first that dpkg
+    really was interrupted (dpkg --audit complains and a package is left half-installed/unpacked);
+    then a re-run converges (1.18.0-1 installed, containerd active with the nvidia runtime), a
+    third run changes nothing, dpkg has nothing half-done."""
+    sh("rm -f /run/dpkg-unpacking && dpkg-divert --quiet --local --rename --divert /usr/bin/dpkg-deb.real --add /usr/bin/dpkg-deb"
+       " && cat > /usr/bin/dpkg-deb <<'EOF'\n%sEOF\nchmod 755 /usr/bin/dpkg-deb" % SLOW_DPKG_DEB)
+    try:
+        proc = play(inventory, "nvidia_container_toolkit_repo_url=file:/srv/repo",
+                    "nvidia_container_toolkit_version=1.18.0-1", background=True)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            if sh("test -e /run/dpkg-unpacking", check=False).returncode == 0:
+                break
+            time.sleep(0.1)
+        unpacking = sh("test -e /run/dpkg-unpacking", check=False).returncode == 0
+        if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-            killed_at = "package manager running"
-            break
-        time.sleep(0.05)
-    proc.wait()
-    assert killed_at, "the play ended before apt ran: %s" % proc.stdout.read()[-2000:]
-    time.sleep(2)
+        sh("pkill -KILL -x dpkg; pkill -KILL -x apt-get; pkill -KILL -x apt; pkill -KILL -x dpkg-deb; true")
+        proc.wait()
+        assert unpacking, "the play ended before dpkg unpacked anything: %s" % proc.stdout.read()[-2000:]
+    finally:
+        sh("rm -f /usr/bin/dpkg-deb /run/dpkg-unpacking"
+           " && dpkg-divert --quiet --local --rename --divert /usr/bin/dpkg-deb.real --remove /usr/bin/dpkg-deb")
+    assert audit() != "", "dpkg --audit finds nothing: dpkg was not interrupted"
+    assert not_installed(), packages()
+    time.sleep(1)
     rc, out = play(inventory, "nvidia_container_toolkit_repo_url=file:/srv/repo", "nvidia_container_toolkit_version=1.18.0-1")
     assert rc == 0, out[-3000:]
     assert toolkit_version() == "1.18.0-1" and audit() == ""

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from k8s_schema import assert_valid
+from render_cache import private_copy, rendered_site
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -40,8 +41,7 @@ def manifests(build_dir):
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
-    build = tmp_path_factory.mktemp("render") / "example"
-    rc, out = run_site(build)
+    rc, out, build = rendered_site(tmp_path_factory)
     assert rc == 0, out[-3000:]
     return build, out
 
@@ -61,8 +61,8 @@ def test_render_writes_schema_valid_manifests_per_component(rendered):
     assert os.path.isfile(build / "plan.md")
 
 
-def test_second_run_changes_nothing_and_is_byte_identical(rendered):
-    build, _ = rendered
+def test_second_run_changes_nothing_and_is_byte_identical(rendered, tmp_path_factory):
+    build = private_copy(rendered[0], tmp_path_factory)
     before = {p: open(p, "rb").read() for p in manifests(build)}
     rc, out = run_site(build)
     assert rc == 0, out[-3000:]

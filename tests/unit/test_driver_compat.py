@@ -10,6 +10,7 @@ import pytest
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import (
     DEFAULTS, branch_status, parse_version, resolve_flavour, validate_driver, version_satisfies)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
+from frozen import TODAY
 
 BASE = {"platform": "kubeadm", "cluster_name": "c1", "addons_mode": "standalone", "apply": False,
         "pools": [{"name": "train", "gpu_type": "a100-80gb"}, {"name": "infer", "gpu_type": "l4"}], "extra": {}}
@@ -20,8 +21,9 @@ JAN_2026 = datetime.date(2026, 1, 15)
 DEC_2026 = datetime.date(2026, 12, 1)
 
 
-def preflight(extra=None, pools=None, platform="kubeadm"):
+def preflight(extra=None, pools=None, platform="kubeadm", today=TODAY):
     params = copy.deepcopy(BASE)
+    params["today"] = today
     params["extra"] = dict(extra or {})
     params["platform"] = platform
     if pools is not None:
@@ -98,6 +100,17 @@ def test_eol_branch_is_a_warning_when_allowed():
     assert errors == []
     assert warnings == ["nvidia_driver_version: R535 (LTS) reached end of life on 2026-06-30; "
                         "allowed by gpufleet_allow_eol_driver"]
+
+
+@pytest.mark.parametrize("today,errors", [
+    ("2026-06-30", []),
+    ("2026-07-01", ["nvidia_driver_version: R535 (LTS) reached end of life on 2026-06-30"]),
+    ("2026-13-01", ["today: '2026-13-01' is not a date; use YYYY-MM-DD (empty: the controller's clock)"]),
+    ("yesterday", ["today: 'yesterday' is not a date; use YYYY-MM-DD (empty: the controller's clock)"]),
+])
+def test_preflight_judges_end_of_life_on_the_day_it_is_given(today, errors):
+    found, _warnings, _plan = preflight({"nvidia_driver_version": "535.261.03"}, today=today)
+    assert [e.split(";")[0] if e.startswith("nvidia_driver_version") else e for e in found] == errors
 
 
 EKS_POOLS = [{"name": "train", "gpu_type": "a100-80gb", "gpus_per_node": 8, "zones": ["us-east-1a"], "max_nodes": 2},

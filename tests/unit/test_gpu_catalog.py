@@ -1,49 +1,71 @@
-"""GPU type -> cloud mapping (table-driven; facts from the EC2 / Compute Engine GPU documentation)."""
+"""GPU type -> cloud mapping, checked against the recorded provider catalogs.
+
+tests/fixtures/clouds/ holds what EC2 and Compute Engine document (GPU per instance family /
+machine family, GPU memory, GPUs per instance type); the code's GPU_TYPES must agree with it.
+"""
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import (
     GPU_TYPES, gke_accelerators, gpu_counts_on, offered_on, types_on)
+from cloud_catalog import EC2, GCE, ec2_gpu_counts, gce_accelerators, gce_entry, gce_gpu_counts
 
-EKS = [
-    ("t4", ["g4dn"], "t4"), ("v100", ["p3", "p3dn"], "v100"), ("a10g", ["g5"], "a10g"), ("l4", ["g6"], "l4"),
-    ("l40s", ["g6e"], "l40s"), ("a100-40gb", ["p4d"], "a100"), ("a100-80gb", ["p4de"], "a100"),
-    ("h100-80gb", ["p5"], "h100"), ("h200-141gb", ["p5e", "p5en"], "h200"), ("b200", ["p6-b200"], "b200"),
-]
-GKE = [
-    ("t4", "nvidia-tesla-t4", "n1"), ("v100", "nvidia-tesla-v100", "n1"), ("l4", "nvidia-l4", "g2"),
-    ("a100-40gb", "nvidia-tesla-a100", "a2"), ("a100-80gb", "nvidia-a100-80gb", "a2"),
-    ("h100-80gb", "nvidia-h100-80gb", "a3"), ("h200-141gb", "nvidia-h200-141gb", "a3"), ("b200", "nvidia-b200", "a4"),
-    ("a10g", None, None), ("l40s", None, None),
-]
+EKS_TYPES = sorted(name for name, facts in GPU_TYPES.items() if facts["eks_families"])
+GKE_TYPES = sorted(name for name, facts in GPU_TYPES.items() if facts["gke_accelerator"])
 
 
-@pytest.mark.parametrize("gpu,families,name", EKS)
-def test_eks_mapping(gpu, families, name):
-    assert GPU_TYPES[gpu]["eks_families"] == families and GPU_TYPES[gpu]["eks_gpu_name"] == name
+@pytest.mark.parametrize("gpu", EKS_TYPES)
+def test_eks_families_carry_the_gpu_the_code_names(gpu):
+    facts = GPU_TYPES[gpu]
+    for family in facts["eks_families"]:
+        assert family in EC2, "%s: instance family %s is not in the recorded EC2 catalog" % (gpu, family)
+        assert EC2[family]["gpu_name"] == facts["eks_gpu_name"], family
+    # the GPU's memory is that of the first family (p3dn's V100 has 32 GiB, p3's 16)
+    assert EC2[facts["eks_families"][0]]["memory_gib"] == facts["memory_gib"]
+    recorded = sorted({n for family in facts["eks_families"] for n in ec2_gpu_counts(family)})
+    assert facts["eks_gpu_counts"] == recorded
+    assert gpu_counts_on(gpu, "eks") == recorded
     assert offered_on(gpu, "eks")
 
 
-@pytest.mark.parametrize("gpu,accelerator,family", GKE)
-def test_gke_mapping(gpu, accelerator, family):
-    assert GPU_TYPES[gpu]["gke_accelerator"] == accelerator
-    assert GPU_TYPES[gpu]["gke_machine_family"] == family
+@pytest.mark.parametrize("gpu", GKE_TYPES)
+def test_gke_accelerator_is_offered_on_the_machine_family_the_code_names(gpu):
+    facts = GPU_TYPES[gpu]
+    entry = gce_entry(facts["gke_machine_family"], facts["gke_accelerator"])
+    assert entry is not None, "%s: %s is not on the %s machine family in the recorded catalog" % (
+        gpu, facts["gke_accelerator"], facts["gke_machine_family"])
+    assert entry["memory_gb"] == facts["memory_gib"]
+    assert facts["gke_gpu_counts"] == gce_gpu_counts(entry)
     for platform in ("gke", "gke-autopilot"):
-        assert offered_on(gpu, platform) == (accelerator is not None)
+        assert offered_on(gpu, platform)
+        assert gpu_counts_on(gpu, platform) == gce_gpu_counts(entry)
 
 
-@pytest.mark.parametrize("gpu,platform,counts", [
-    ("h100-80gb", "eks", [1, 8]), ("a100-40gb", "eks", [8]), ("l4", "eks", [1, 4, 8]),
-    ("t4", "gke", [1, 2, 4]), ("a100-40gb", "gke", [1, 2, 4, 8, 16]), ("h200-141gb", "gke-autopilot", [8]),
-    ("l4", "kubeadm", None),
-])
-def test_gpu_counts(gpu, platform, counts):
-    assert gpu_counts_on(gpu, platform) == counts
+@pytest.mark.parametrize("gpu", sorted(set(GPU_TYPES) - set(GKE_TYPES)))
+def test_types_without_a_gke_accelerator_are_not_on_compute_engine(gpu):
+    """A GPU the code keeps off GKE must really be absent from Compute Engine (same memory, same name)."""
+    name = GPU_TYPES[gpu]["eks_gpu_name"]
+    assert not any(name in entry["accelerator"].split("-") for entries in GCE.values() for entry in entries)
+    for platform in ("gke", "gke-autopilot"):
+        assert not offered_on(gpu, platform) and gpu_counts_on(gpu, platform) == []
 
 
-def test_types_per_platform_and_unknown_types():
-    assert "a10g" not in types_on("gke") and "a10g" in types_on("eks") and types_on("k3s") == sorted(GPU_TYPES)
+def test_every_code_accelerator_is_a_recorded_one():
+    assert set(gke_accelerators()) <= set(gce_accelerators())
+    assert gke_accelerators() == sorted(GPU_TYPES[g]["gke_accelerator"] for g in GKE_TYPES)
+
+
+def test_self_managed_platforms_take_any_count_and_type():
+    assert gpu_counts_on("l4", "kubeadm") is None
+    assert types_on("k3s") == sorted(GPU_TYPES)
+    assert "a10g" not in types_on("gke") and "a10g" in types_on("eks")
     assert not offered_on("rtx4090", "kubeadm")
-    assert gke_accelerators() == sorted(a for _, a, _ in GKE if a)
+
+
+def test_the_recording_check_can_fail():
+    """A wrong family or count in the code would be caught: the recording disagrees with these."""
+    assert EC2["p4d"]["gpu_name"] != "h100"
+    assert gce_entry("n1", "nvidia-l4") is None
+    assert gce_gpu_counts(gce_entry("a3", "nvidia-h200-141gb")) != [1, 2, 4, 8]
 
 
 def test_every_type_keeps_the_fields_other_roles_read():

@@ -327,6 +327,14 @@ def pool_architectures(plan):
     return archs
 
 
+def iso_date(value):
+    """``datetime.date`` of an ISO date string (YYYY-MM-DD), None when it is not one."""
+    try:
+        return datetime.date(*[int(p) for p in str(value).split("-")]) if str(value).count("-") == 2 else None
+    except ValueError:
+        return None
+
+
 def check(params, plan, problems, today=None):
     """Preflight: the driver inputs against the pools' GPU architectures and the declared node OSes.
 
@@ -337,6 +345,12 @@ def check(params, plan, problems, today=None):
     if plan.get("platform") in ("eks", "gke", "gke-autopilot") and not any(
             k.startswith("nvidia_driver_") for k in extra):
         return
+    if today is None and params.get("today"):
+        today = iso_date(params["today"])
+        if today is None:
+            problems.error("today", "%r is not a date; use YYYY-MM-DD (empty: the controller's clock)"
+                           % params["today"])
+            return
     values = with_defaults(extra)
     result = validate_driver(values, pool_architectures(plan), values.get("nvidia_driver_node_distros") or [],
                              today=today)

@@ -53,6 +53,12 @@ options:
         inventory name) and C(repo_root) (to confine C(gpufleet_build_dir)).
     type: dict
     default: {}
+  today:
+    description:
+      - The date (YYYY-MM-DD) that driver branch end-of-life dates are compared with; empty means
+        the controller's clock. Tests set it to run against a fixed date.
+    type: str
+    default: ""
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -104,6 +110,7 @@ def argspec():
         apply=dict(type="bool", default=False),
         extra=dict(type="dict", default={}),
         inventory=dict(type="dict", default={}),
+        today=dict(type="str", default=""),
     )
 
 
