@@ -27,6 +27,7 @@ import os
 import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.files import apply_render, file_diffs, plan_files
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import MANAGED_NAME, dump_yaml
 
 GITOPS_DIR = "gitops"
@@ -175,8 +176,6 @@ def write_tree(gitops_dir, wanted, check_mode=False):
     """Write ``wanted`` ({relative path: text}) under ``gitops_dir`` through the one file-writing
     path (files.py: only what differs, atomically), remove stale files and empty directories.
     Returns (changed paths, removed paths, diff entries)."""
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.files import apply_render, file_diffs, plan_files
-
     by_dir = {}
     for rel, text in wanted.items():
         directory, name = os.path.split(rel)

@@ -90,7 +90,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import load_v1alpha5, migrate, migration_notes
+from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter_v1alpha5 import load_v1alpha5, migrate, migration_notes
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, file_diffs, plan_render
 
 
