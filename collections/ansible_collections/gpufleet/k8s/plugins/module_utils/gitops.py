@@ -27,7 +27,7 @@ import os
 import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.files import apply_render, file_diffs, plan_files
+from ansible_collections.gpufleet.k8s.plugins.module_utils.files import file_diffs, plan_files, write_planned
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import MANAGED_NAME, dump_yaml
 
 GITOPS_DIR = "gitops"
@@ -193,7 +193,7 @@ def write_tree(gitops_dir, wanted, check_mode=False):
         changed += [os.path.join(directory, n) for n in sorted(writes)]
         diffs += file_diffs(dest, writes, removes)
         if not check_mode and (writes or removes):
-            apply_render(dest, writes, removes)
+            write_planned(dest, writes, removes)
     if not check_mode:
         for dirpath, _dirs, _files in sorted(os.walk(gitops_dir, topdown=False)) if os.path.isdir(gitops_dir) else []:
             if dirpath != gitops_dir and not os.listdir(dirpath):

@@ -85,7 +85,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, file_diffs, plan_files
+from ansible_collections.gpufleet.k8s.plugins.module_utils.files import sync_files
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror_manifest import manifest
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror_scripts import manifest_markdown, scripts
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror_urls import problems_of
@@ -129,17 +129,14 @@ def main():
         module.fail_json(msg=exc.msg, **exc.details)
     texts = {name: text for name, (text, _mode) in files.items()}
     modes = {name: mode for name, (_text, mode) in files.items()}
-    writes = plan_files(dest, texts, modes)
-    written = [os.path.join(dest, name) for name in sorted(writes)]
-    if writes and not module.check_mode:
-        try:
-            apply_render(dest, writes, [], modes)
-        except OSError as exc:
-            module.fail_json(msg="writing the mirror manifest into %s failed: %s" % (dest, exc))
-    result = dict(changed=bool(written), manifest=man, files=[os.path.join(dest, n) for n in sorted(files)],
-                  written=written)
-    if module._diff:
-        result["diff"] = file_diffs(dest, writes)
+    try:
+        synced = sync_files(dest, texts, modes=modes, check_mode=module.check_mode, diff=module._diff)
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="writing the mirror manifest into %s failed: %s" % (dest, exc))
+    result = dict(changed=synced["changed"], manifest=man, files=[os.path.join(dest, n) for n in sorted(files)],
+                  written=synced["written"])
+    if "diff" in synced:
+        result["diff"] = synced["diff"]
     module.exit_json(**result)
 
 
