@@ -12,9 +12,12 @@ import glob
 import os
 import subprocess
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.containerd_presets import BACKUP_SUFFIX, NVIDIA_RUNTIME_BINARY, check_inputs, resolve_preset
-from ansible_collections.gpufleet.k8s.plugins.module_utils.containerd_toml import parse, plain, plan_containerd, plan_standalone_dropin
-from ansible_collections.gpufleet.k8s.plugins.module_utils.containerd_validate import containerd_default, containerd_version
+from ansible_collections.gpufleet.k8s.plugins.module_utils.containerd_presets import (
+    BACKUP_SUFFIX, NVIDIA_RUNTIME_BINARY, check_inputs, resolve_preset)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.containerd_toml import (
+    parse, plain, plan_containerd, plan_standalone_dropin)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.containerd_validate import (
+    containerd_default, containerd_version)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.files import read_text as _read_file, write_changes
 

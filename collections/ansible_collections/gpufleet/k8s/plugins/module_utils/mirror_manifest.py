@@ -20,7 +20,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import pool_architectures
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import driver_plan
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror_urls import (
-    _s, chart_file, effective_registry, join_image, mirror_url, plan_mirror, split_image)
+    chart_file, effective_registry, join_image, mirror_url, plan_mirror, split_image, str_or_empty)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.node_prep import DEFAULT_PACKAGES as NODE_PREP_PACKAGES
 from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import (
     CHARTS, OLM_PACKAGES, images as image_table)
@@ -126,7 +126,7 @@ def _os_packages(plan, values, node_hosts, notes, today):
     if plan.get("platform") == "openshift":
         notes.append("OpenShift: driver and toolkit run as GPU Operator containers on RHCOS; the node packages "
                      "below are only needed if you run playbooks/nodes.yml on non-RHCOS workers.")
-    mirror = _s(values.get("gpufleet_mirror_package_url"))
+    mirror = str_or_empty(values.get("gpufleet_mirror_package_url"))
     kit_version = str(values["nvidia_container_toolkit_version"])
     for distro in sorted(set(distros)):
         if distro not in DISTRO_FACTS:
@@ -215,7 +215,7 @@ def _charts(plan, s, values):
     if s.get("gpu_operator_chart_repo_url"):
         chart["repo_url"] = s["gpu_operator_chart_repo_url"]
     chart["file"] = "%s-%s.tgz" % (chart["name"], chart["version"])
-    directory = _s(values.get("gpufleet_mirror_chart_path"))
+    directory = str_or_empty(values.get("gpufleet_mirror_chart_path"))
     chart["mirror"] = chart_file(chart["name"], chart["version"], directory) if directory else ""
     chart["values_file"] = "cluster/gpu-operator/gpu-operator-values.yaml"
     return [chart], []

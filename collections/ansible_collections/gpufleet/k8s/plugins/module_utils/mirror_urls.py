@@ -59,14 +59,14 @@ def settings(extra):
     return out
 
 
-def _s(value):
+def str_or_empty(value):
     return value if isinstance(value, str) else ""
 
 
 def effective_registry(extra):
     """The registry prefix images are pulled through: the mirror registry, else gpufleet_registry_prefix."""
     extra = extra or {}
-    return _s(extra.get("gpufleet_mirror_registry")) or _s(extra.get("gpufleet_registry_prefix"))
+    return str_or_empty(extra.get("gpufleet_mirror_registry")) or str_or_empty(extra.get("gpufleet_registry_prefix"))
 
 
 def split_image(ref):
@@ -118,13 +118,13 @@ def mirror_url(url, base):
 def debian_mirrors(extra, archive=DEBIAN_ARCHIVE, security=DEBIAN_SECURITY):
     """(archive, security) URLs of the Debian archive for the driver's non-free sources."""
     s = settings(extra)
-    base = _s(s["gpufleet_mirror_package_url"])
+    base = str_or_empty(s["gpufleet_mirror_package_url"])
     if archive == DEBIAN_ARCHIVE:
-        archive = _s(s["gpufleet_mirror_debian_url"]) or mirror_url(DEBIAN_ARCHIVE, base)
+        archive = str_or_empty(s["gpufleet_mirror_debian_url"]) or mirror_url(DEBIAN_ARCHIVE, base)
     if security == DEBIAN_SECURITY:
-        security = (_s(s["gpufleet_mirror_debian_security_url"])
-                    or (_s(s["gpufleet_mirror_debian_url"]).rstrip("/") + "-security"
-                        if _s(s["gpufleet_mirror_debian_url"]) else mirror_url(DEBIAN_SECURITY, base)))
+        security = (str_or_empty(s["gpufleet_mirror_debian_security_url"])
+                    or (str_or_empty(s["gpufleet_mirror_debian_url"]).rstrip("/") + "-security"
+                        if str_or_empty(s["gpufleet_mirror_debian_url"]) else mirror_url(DEBIAN_SECURITY, base)))
     return archive, security
 
 
@@ -138,7 +138,7 @@ def apply_to_addons(s, platform, extra):
     prefix = effective_registry(extra)
     if prefix:
         s["gpufleet_registry_prefix"] = prefix
-    directory = _s((extra or {}).get("gpufleet_mirror_chart_path"))
+    directory = str_or_empty((extra or {}).get("gpufleet_mirror_chart_path"))
     if directory and platform != "openshift" and not s.get("gpu_operator_chart_path") \
             and not s.get("gpu_operator_chart_repo_url"):
         version = s.get("gpu_operator_chart_version") or CHARTS["gpu_operator"]["version"]
@@ -150,9 +150,9 @@ def plan_mirror(extra):
     """What preflight publishes as ``gpufleet_plan.mirror`` for the roles."""
     s = settings(extra)
     return {"registry_prefix": effective_registry(extra),
-            "package_url": _s(s["gpufleet_mirror_package_url"]),
-            "chart_path": _s(s["gpufleet_mirror_chart_path"]),
-            "enabled": any(_s(v) for v in s.values())}
+            "package_url": str_or_empty(s["gpufleet_mirror_package_url"]),
+            "chart_path": str_or_empty(s["gpufleet_mirror_chart_path"]),
+            "enabled": any(str_or_empty(v) for v in s.values())}
 
 
 def check(params, plan, problems):
