@@ -17,7 +17,9 @@ import time
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_plan as cplan
+from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_toml as ctoml
+from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_validate as cvalidate
 from ansible_collections.gpufleet.k8s.plugins.module_utils._vendor import tomlkit
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 
@@ -94,15 +96,15 @@ class Containerd:
 def dump(config):
     proc = subprocess.run([CONTAINERD, "--config", config, "config", "dump"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    return cc.plain(tomlkit.parse(proc.stdout))
+    return ctoml.plain(tomlkit.parse(proc.stdout))
 
 
 def apply(config, dropin, mode, **kwargs):
-    result = cc.plan("containerd", mode, config, dropin, containerd_binary=CONTAINERD, **kwargs)
+    result = cplan.plan("containerd", mode, config, dropin, containerd_binary=CONTAINERD, **kwargs)
     if result["files"]:
         assert result["validate"]
-        cc.validate_candidate(CONTAINERD, config, dict((p, n) for p, (_o, n) in result["files"].items()))
-        cc.write_files(result["files"])
+        cvalidate.validate_candidate(CONTAINERD, config, dict((p, n) for p, (_o, n) in result["files"].items()))
+        cplan.write_files(result["files"])
     return result
 
 
@@ -138,7 +140,7 @@ def test_each_accepted_version_starts_with_cri_ok(tmp_path, version, mode):
     assert effective["sandbox_image"] == "registry.k8s.io/pause:3.9"
     text = open(config).read()
     assert "# Site registry mirror: keep this comment." in text
-    cc.check_preserved(USER[version], text, config)
+    ctoml.check_preserved(USER[version], text, config)
     # a second apply is a no-op
     assert apply(config, dropin, mode, set_as_default=True)["files"] == {}
 
@@ -158,7 +160,7 @@ def test_trap_nvidia_without_runc_starts_but_cri_fails_and_our_output_keeps_runc
     finally:
         runtime.stop()
     with pytest.raises(GpufleetError, match="no runc runtime"):
-        cc.validate_candidate(CONTAINERD, config, {config: trap})
+        cvalidate.validate_candidate(CONTAINERD, config, {config: trap})
     apply(config, str(tmp_path / "conf.d" / "99-nvidia.toml"), "in-place")
     assert "runc" in dump(config)["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
     (tmp_path / "b").mkdir()
@@ -171,7 +173,7 @@ def test_missing_config_is_created_from_containerd_defaults(tmp_path):
     assert result["created_from"] == "containerd config default"
     created = open(config).read()
     assert '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]' in created
-    assert cc.plain(tomlkit.parse(created))["imports"][-1].endswith("/conf.d/*.toml")
+    assert ctoml.plain(tomlkit.parse(created))["imports"][-1].endswith("/conf.d/*.toml")
     start_and_check(tmp_path, config)
 
 
@@ -271,13 +273,13 @@ def test_generated_configs_are_accepted_by_containerd_with_nvidia_effective(tmp_
     root = str(base / "config.toml")
     with open(root, "w") as handle:
         handle.write(text.replace("/etc/containerd/site.d/*.toml", str(base / "site.d" / "*.toml")))
-    result = cc.plan("containerd", mode, root, str(base / "conf.d" / "99-nvidia.toml"),
+    result = cplan.plan("containerd", mode, root, str(base / "conf.d" / "99-nvidia.toml"),
                      set_as_default=set_default, containerd_binary=CONTAINERD)
     candidate = dict((p, n) for p, (_o, n) in result["files"].items())
-    effective = cc.plain(tomlkit.parse(cc.validate_candidate(CONTAINERD, root, candidate)))
+    effective = ctoml.plain(tomlkit.parse(cvalidate.validate_candidate(CONTAINERD, root, candidate)))
     cri = effective["plugins"]["io.containerd.grpc.v1.cri"]
-    user = cc.plain(tomlkit.parse(text))
-    for key in cc.cri_path(version):
+    user = ctoml.plain(tomlkit.parse(text))
+    for key in ctoml.cri_path(version):
         user = user.get(key, {})
     for name in (user.get("containerd", {}).get("runtimes") or {}):
         assert cri["containerd"]["runtimes"][name]["runtime_type"] == user["containerd"]["runtimes"][name]["runtime_type"]

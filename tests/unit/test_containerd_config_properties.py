@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_toml as ctoml
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils._vendor import tomlkit
 
@@ -26,7 +26,7 @@ comment_text = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ,.:-=[]\"'#", min_si
 @st.composite
 def user_configs(draw):
     version = draw(st.sampled_from([1, 2, 3, 4]))
-    cri = ".".join('"%s"' % k if "." in k else k for k in cc.cri_path(version))
+    cri = ".".join('"%s"' % k if "." in k else k for k in ctoml.cri_path(version))
     indent = draw(st.sampled_from(["", "  ", "    "]))
     lines = []
 
@@ -86,7 +86,7 @@ def user_configs(draw):
 def strip_ours(data, version, had_default_runtime, default_name):
     data = copy.deepcopy(data)
     cri = data
-    for key in cc.cri_path(version):
+    for key in ctoml.cri_path(version):
         cri = cri.get(key, {})
     ctd = cri.get("containerd", {})
     ctd.get("runtimes", {}).pop("nvidia", None)
@@ -99,7 +99,7 @@ def strip_ours(data, version, had_default_runtime, default_name):
 
 
 def plain(text):
-    return cc.plain(tomlkit.parse(text))
+    return ctoml.plain(tomlkit.parse(text))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -108,7 +108,7 @@ def test_apply_keeps_user_config_and_is_idempotent(config, mode, set_default, cd
     version, text = config
     before = plain(text)
     cri_before = before
-    for key in cc.cri_path(version):
+    for key in ctoml.cri_path(version):
         cri_before = cri_before.get(key, {})
     default_name = cri_before.get("containerd", {}).get("default_runtime_name", "runc")
     had_default_runtime = default_name in cri_before.get("containerd", {}).get("runtimes", {})
@@ -117,13 +117,13 @@ def test_apply_keeps_user_config_and_is_idempotent(config, mode, set_default, cd
         # tomlkit re-indents some layouts (indented tables under implicit parents): in-place
         # must then refuse, untouched, and point at drop-in mode, which edits one line as text.
         with pytest.raises(GpufleetError, match="cannot write this file back byte-for-byte"):
-            cc.plan_containerd(text, ROOT, mode, dropin_path=DROPIN, set_as_default=set_default, enable_cdi=cdi)
+            ctoml.plan_containerd(text, ROOT, mode, dropin_path=DROPIN, set_as_default=set_default, enable_cdi=cdi)
         mode = "drop-in"
-    result = cc.plan_containerd(text, ROOT, mode, dropin_path=DROPIN, set_as_default=set_default, enable_cdi=cdi)
+    result = ctoml.plan_containerd(text, ROOT, mode, dropin_path=DROPIN, set_as_default=set_default, enable_cdi=cdi)
     new_root = result["files"].get(ROOT, (text, text))[1]
 
     # 1. every original line is still there, in order; only managed keys may be rewritten
-    cc.check_preserved(text, new_root, ROOT)
+    ctoml.check_preserved(text, new_root, ROOT)
     for line in text.splitlines():
         if line.lstrip().startswith("#"):
             assert line in new_root.splitlines()
@@ -138,7 +138,7 @@ def test_apply_keeps_user_config_and_is_idempotent(config, mode, set_default, cd
         effective = after
         stripped = strip_ours(after, version, had_default_runtime, default_name)
         cri_after = stripped
-        for key in cc.cri_path(version):
+        for key in ctoml.cri_path(version):
             cri_after = cri_after[key]
         if set_default:
             cri_after["containerd"]["default_runtime_name"] = cri_before.get("containerd", {}).get("default_runtime_name")
@@ -148,7 +148,7 @@ def test_apply_keeps_user_config_and_is_idempotent(config, mode, set_default, cd
 
     # 3. the effective config has nvidia, the default runtime, and inherited options
     cri = effective
-    for key in cc.cri_path(version):
+    for key in ctoml.cri_path(version):
         cri = cri[key]
     runtimes = cri["containerd"]["runtimes"]
     source = runtimes[default_name] if default_name in runtimes else runtimes["runc"]
@@ -162,7 +162,7 @@ def test_apply_keeps_user_config_and_is_idempotent(config, mode, set_default, cd
     assert cri.get("enable_cdi", False) == cdi
 
     # 4. applying again is a no-op
-    again = cc.plan_containerd(new_root, ROOT, mode, dropin_path=DROPIN,
+    again = ctoml.plan_containerd(new_root, ROOT, mode, dropin_path=DROPIN,
                                dropin_text=result["files"].get(DROPIN, (None, None))[1],
                                set_as_default=set_default, enable_cdi=cdi)
     assert again["files"] == {}

@@ -7,8 +7,9 @@ import pytest
 
 from crd_schema import assert_crs_valid, validate_crs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import (
-    NVIDIA_AL2023_SSM, karpenter_objects, load_v1alpha5, migrate, seconds_to_duration)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import NVIDIA_AL2023_SSM, karpenter_objects
+from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter_v1alpha5 import (
+    load_v1alpha5, migrate, seconds_to_duration)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools_check import resolve_settings
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
 

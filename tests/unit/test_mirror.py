@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import mirror
+from ansible_collections.gpufleet.k8s.plugins.module_utils import mirror_manifest, mirror_scripts, mirror_urls
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import settings
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import driver_plan
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems
@@ -32,7 +32,7 @@ def plan(platform="kubeadm", mode="standalone", pools=POOLS):
     ("nvcr.io/nvidia/x:1", "", "nvcr.io/nvidia/x:1"),
 ])
 def test_mirror_image(ref, prefix, want):
-    assert mirror.mirror_image(ref, prefix) == want
+    assert mirror_urls.mirror_image(ref, prefix) == want
 
 
 @pytest.mark.parametrize("url,base,want", [
@@ -43,7 +43,7 @@ def test_mirror_image(ref, prefix, want):
     ("https://developer.download.nvidia.com/compute/cuda/repos", "", "https://developer.download.nvidia.com/compute/cuda/repos"),
 ])
 def test_mirror_url(url, base, want):
-    assert mirror.mirror_url(url, base) == want
+    assert mirror_urls.mirror_url(url, base) == want
 
 
 def test_effective_registry_and_addon_settings():
@@ -71,7 +71,7 @@ def test_effective_registry_and_addon_settings():
 def test_check_names_the_variable(extra, message):
     problems = Problems()
     p = plan()
-    mirror.check({"extra": extra}, p, problems)
+    mirror_urls.check({"extra": extra}, p, problems)
     assert any(e.startswith(message) for e in problems.errors), problems.errors
 
 
@@ -109,7 +109,7 @@ def test_driver_plan_uses_the_package_mirror_and_debian_mirror():
 
 
 def test_manifest_standalone_self_managed():
-    man = mirror.manifest(plan(), {"nvidia_driver_node_distros": ["ubuntu-24.04", "rhel-9"],
+    man = mirror_manifest.manifest(plan(), {"nvidia_driver_node_distros": ["ubuntu-24.04", "rhel-9"],
                                    "nvidia_driver_version": "580.95.05", "nvidia_driver_flavour": "proprietary",
                                    "gpufleet_mirror_registry": "m.local:5000"}, ["n1"])
     assert sorted(man["os_packages"]) == ["rhel-9", "ubuntu-24.04"]
@@ -132,7 +132,7 @@ def test_manifest_standalone_self_managed():
 
 
 def test_manifest_defaults_to_debian_12_and_says_so():
-    man = mirror.manifest(plan(pools=[POOLS[0]]), {}, ["n1"])
+    man = mirror_manifest.manifest(plan(pools=[POOLS[0]]), {}, ["n1"])
     assert list(man["os_packages"]) == ["debian-12"]
     assert any("packages are listed for debian-12" in n for n in man["notes"])
     names = [p["name"] for p in man["os_packages"]["debian-12"]["packages"]]
@@ -141,27 +141,27 @@ def test_manifest_defaults_to_debian_12_and_says_so():
 
 def test_manifest_digest_override_and_cloud_platform():
     digest = "sha256:" + "b" * 64
-    man = mirror.manifest(plan("eks"), {"gpufleet_image_overrides": {"dcgm_exporter": {"digest": digest}}}, [])
+    man = mirror_manifest.manifest(plan("eks"), {"gpufleet_image_overrides": {"dcgm_exporter": {"digest": digest}}}, [])
     assert man["os_packages"] == {}
     dcgm = [i for i in man["images"] if i["name"] == "dcgm_exporter"][0]
     assert dcgm["digest"] == digest and dcgm["source"].endswith("@" + digest)
 
 
 def test_manifest_operator_mode_chart_and_openshift_olm():
-    man = mirror.manifest(plan(mode="operator"), {"gpufleet_mirror_chart_path": "/srv/c"}, ["n1"])
+    man = mirror_manifest.manifest(plan(mode="operator"), {"gpufleet_mirror_chart_path": "/srv/c"}, ["n1"])
     assert man["charts"][0]["version"] == "v25.10.1" and man["charts"][0]["mirror"] == "/srv/c/gpu-operator-v25.10.1.tgz"
     assert not [i for i in man["images"] if i["name"] == "device_plugin"]
     assert any("helm template" in n for n in man["notes"])
-    ocp = mirror.manifest(plan("openshift", "operator"), {}, ["n1"])
+    ocp = mirror_manifest.manifest(plan("openshift", "operator"), {}, ["n1"])
     assert ocp["charts"] == [] and [p["package"] for p in ocp["olm_packages"]] == ["gpu-operator-certified", "nfd"]
 
 
 def test_manifest_is_deterministic():
     values = {"nvidia_driver_node_distros": ["rhel-9", "debian-12", "debian-12"]}
-    a = json.dumps(mirror.manifest(plan(), values, ["n1"]), sort_keys=True)
-    b = json.dumps(mirror.manifest(plan(), dict(values), ["n1"]), sort_keys=True)
+    a = json.dumps(mirror_manifest.manifest(plan(), values, ["n1"]), sort_keys=True)
+    b = json.dumps(mirror_manifest.manifest(plan(), dict(values), ["n1"]), sort_keys=True)
     assert a == b
-    assert list(mirror.manifest(plan(), values, ["n1"])["os_packages"]) == ["debian-12", "rhel-9"]
+    assert list(mirror_manifest.manifest(plan(), values, ["n1"])["os_packages"]) == ["debian-12", "rhel-9"]
 
 
 CASES = [
@@ -176,8 +176,8 @@ CASES = [
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_scripts_are_valid_bash(case, tmp_path):
     p, values = CASES[case]
-    man = mirror.manifest(p, values, ["n1"])
-    for name, text in sorted(mirror.scripts(man).items()):
+    man = mirror_manifest.manifest(p, values, ["n1"])
+    for name, text in sorted(mirror_scripts.scripts(man).items()):
         path = tmp_path / name
         path.write_text(text)
         proc = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
@@ -195,7 +195,7 @@ def test_operand_awk_reads_cluster_policy_triplets(tmp_path):
         "    version: \"570.172.08\"\n  toolkit:\n    repository: nvcr.io/nvidia/k8s\n    image: container-toolkit\n"
         "    version: v1.17.8-ubuntu20.04\n  dcgm:\n    repository: nvcr.io/nvidia/cloud-native\n    image: dcgm\n"
         "    version: sha256:" + "c" * 64 + "\n  validator:\n    version: v1\n")
-    proc = subprocess.run(["awk", mirror.OPERAND_AWK], input=rendered, capture_output=True, text=True)
+    proc = subprocess.run(["awk", mirror_scripts.OPERAND_AWK], input=rendered, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["nvcr.io/nvidia/gpu-operator:v25.3.4", "nvcr.io/nvidia/driver:570.172.08",
                                    "nvcr.io/nvidia/k8s/container-toolkit:v1.17.8-ubuntu20.04",
@@ -203,21 +203,21 @@ def test_operand_awk_reads_cluster_policy_triplets(tmp_path):
 
 
 def test_markdown_tables():
-    man = mirror.manifest(plan(mode="operator"), {}, ["n1"])
-    md = mirror.manifest_markdown(man)
+    man = mirror_manifest.manifest(plan(mode="operator"), {}, ["n1"])
+    md = mirror_scripts.manifest_markdown(man)
     assert "| gpu-operator | v25.10.1 | https://helm.ngc.nvidia.com/nvidia | gpu-operator-v25.10.1.tgz | - |" in md
     assert "| nvidia-container-toolkit | 1.17.8-1 | toolkit |" in md
 
 
 def _inner_scripts(man):
     for distro, sec in sorted(man["os_packages"].items()):
-        lines = mirror._apt_setup(sec) if sec["package_manager"] == "apt" else mirror._dnf_setup(sec)
+        lines = mirror_scripts._apt_setup(sec) if sec["package_manager"] == "apt" else mirror_scripts._dnf_setup(sec)
         yield distro, "#!/usr/bin/env bash\nset -euo pipefail\nKERNEL_PKGS=''\n" + "\n".join(lines) + "\n"
 
 
 def test_container_side_scripts_are_valid_bash(tmp_path):
     p, values = CASES[0]
-    man = mirror.manifest(p, values, ["n1"])
+    man = mirror_manifest.manifest(p, values, ["n1"])
     seen = []
     for distro, text in _inner_scripts(man):
         path = tmp_path / (distro + ".sh")
@@ -246,7 +246,7 @@ def test_apt_index_function_mirrors_signed_lists_and_by_hash(tmp_path):
     (repo / "InRelease").write_text(release)
     out = tmp_path / "out"
     out.mkdir()
-    script = mirror.APT_INDEX_FUNCTION.replace("/out/", str(out) + "/") + "\nmirror_index %s %s\n" % (
+    script = mirror_scripts.APT_INDEX_FUNCTION.replace("/out/", str(out) + "/") + "\nmirror_index %s %s\n" % (
         "file://" + str(repo), "'^(contrib|non-free|non-free-firmware)/'")
     proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

@@ -201,9 +201,9 @@ def test_no_service_manager_is_an_answer_not_a_failure(tmp_path, booted, systemc
     assert bool(asked) == booted
     # the same answer twice is converged; systemd appearing later is a difference
     stamp = ns.make_stamp("sha256:in", watch, state)
-    assert ns.check(stamp, "sha256:in", watch, ns.fingerprint(watch, run, sys_root=str(tmp_path))) == (True, [])
+    assert ns.compare(stamp, "sha256:in", watch, ns.fingerprint(watch, run, sys_root=str(tmp_path))) == (True, [])
     (tmp_path / "run" / "systemd" / "system").mkdir(parents=True, exist_ok=True)
-    converged, reasons = ns.check(stamp, "sha256:in", watch, ns.fingerprint(watch, fake_run(), sys_root=str(tmp_path)))
+    converged, reasons = ns.compare(stamp, "sha256:in", watch, ns.fingerprint(watch, fake_run(), sys_root=str(tmp_path)))
     assert not converged
     assert "service containerd.service: unknown (no service manager) -> enabled active" in reasons
 
@@ -232,17 +232,17 @@ def test_converged_only_when_inputs_watch_and_state_all_match(tmp_path):
     state = ns.fingerprint(watch, fake_run(), sys_root=str(tmp_path))
     stamp = ns.load(ns.dump(ns.make_stamp("sha256:in", watch, state)))
     now = ns.fingerprint(watch, fake_run(), sys_root=str(tmp_path))
-    assert ns.check(stamp, "sha256:in", watch, now) == (True, [])
+    assert ns.compare(stamp, "sha256:in", watch, now) == (True, [])
 
-    assert ns.check(None, "sha256:in", watch, now)[1][0].startswith("no converged stamp")
-    assert ns.check(stamp, "sha256:other", watch, now) == (
+    assert ns.compare(None, "sha256:in", watch, now)[1][0].startswith("no converged stamp")
+    assert ns.compare(stamp, "sha256:other", watch, now) == (
         False, ["inputs changed since the last converge (a variable, the playbook or gpufleet itself)"])
     other_watch = watch_for(etc, packages=["*nvidia*", "runc"], services=["containerd.service"])
-    assert ns.check(stamp, "sha256:in", other_watch, now)[1] == ["the watch list changed since the last converge"]
+    assert ns.compare(stamp, "sha256:in", other_watch, now)[1] == ["the watch list changed since the last converge"]
 
     pin.write_text("edited\n")
     unheld = fake_run(dpkg=DPKG.replace("\thi ", "\tii "), show=SYSTEMCTL_SHOW.replace("ActiveState=active", "ActiveState=failed"))
-    converged, reasons = ns.check(stamp, "sha256:in", watch, ns.fingerprint(watch, unheld, sys_root=str(tmp_path)))
+    converged, reasons = ns.compare(stamp, "sha256:in", watch, ns.fingerprint(watch, unheld, sys_root=str(tmp_path)))
     assert not converged
     assert any(r.startswith("path %s: file " % pin) for r in reasons)
     assert "package nvidia-driver: 535.261.03-1 hi -> 535.261.03-1 ii" in reasons

@@ -5,7 +5,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import pools_check
+from ansible_collections.gpufleet.k8s.plugins.module_utils import pools_check, spec
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -175,7 +175,7 @@ def test_spread_zones_keeps_first_preference_order_without_repeats(pools, expect
     ({"gpus_per_node": 1, "max_nodes": None, "max_gpus": None}, None),
 ])
 def test_pool_gpu_limit(pool, limit):
-    assert pools_check.pool_gpu_limit(pool) == limit
+    assert spec.pool_gpu_limit(pool) == limit
 
 
 @pytest.mark.parametrize("platform,pool,warning", [

@@ -4,7 +4,7 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, object_filename, plan_render
+from ansible_collections.gpufleet.k8s.plugins.module_utils.render import object_filename, plan_render, write_planned
 
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b", "namespace": "x"}, "data": {"k": "a\nb\n"}}
 NS = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}
@@ -12,7 +12,7 @@ NS = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}
 
 def render(dest, objects):
     wanted, writes, removes = plan_render(str(dest), objects)
-    apply_render(str(dest), writes, removes)
+    write_planned(str(dest), writes, removes)
     return wanted, writes, removes
 
 
@@ -56,7 +56,7 @@ def test_plan_files_sees_mode_changes_and_apply_sets_modes(tmp_path):
     from ansible_collections.gpufleet.k8s.plugins.module_utils.render import file_diffs, plan_files
     modes = {"fetch.sh": 0o755}
     writes = plan_files(str(tmp_path), {"fetch.sh": "#!/bin/sh\n", "a.md": "x\n"}, modes)
-    apply_render(str(tmp_path), writes, [], modes)
+    write_planned(str(tmp_path), writes, [], modes)
     assert oct(os.stat(tmp_path / "fetch.sh").st_mode & 0o777) == "0o755"
     assert oct(os.stat(tmp_path / "a.md").st_mode & 0o777) == "0o644"
     assert plan_files(str(tmp_path), {"fetch.sh": "#!/bin/sh\n", "a.md": "x\n"}, modes) == {}

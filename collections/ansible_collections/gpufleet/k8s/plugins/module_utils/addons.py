@@ -16,6 +16,8 @@ __metaclass__ = type
 import copy
 import json
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror_urls import apply_to_addons
+
 DEFAULTS = {
     # Shared by all add-on roles.
     "gpufleet_registry_prefix": "",
@@ -118,7 +120,6 @@ def settings(plan, extra):
                                               platform not in NO_RUNTIME_CLASS_PLATFORMS)
     s["any_mps"] = pools_use(plan, "mps")
     s["any_mig"] = pools_use(plan, "mig")
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror import apply_to_addons
     return apply_to_addons(s, platform, extra)
 
 

@@ -22,6 +22,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.role_specs import stage_options
 from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
@@ -196,10 +199,6 @@ def readme_variables(readme_text):
 def stage_survey_options(project_dir, stage):
     """{variable: option} a stage's survey may ask about: the options of the roles the stage
     playbook includes, then the README's main variables."""
-    import os
-
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.role_specs import stage_options
-
     options = dict(stage_options(project_dir, "playbooks/%s.yml" % stage))
     readme = os.path.join(project_dir, "README.md")
     if os.path.isfile(readme):

@@ -16,10 +16,10 @@ __metaclass__ = type
 import datetime
 import re
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror import debian_mirrors, mirror_url
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import (
     DISTROS, parse_version, resolve_flavour, validate_driver, version_satisfies,
     with_defaults)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror_urls import debian_mirrors, mirror_url
 
 CUDA_REPO_BASE = "https://developer.download.nvidia.com/compute/cuda/repos"
 CUDA_REPO_NAMES = {
@@ -83,43 +83,78 @@ def _deb822(uris, suites, components, signed_by=None):
     return "\n".join(lines) + "\n"
 
 
+def apt_repository(url, suites, components=(), key_url=None, keyring=None):
+    """One apt repository as data: the URL, its suites and components, and its signing key."""
+    return {"type": "apt", "url": url, "suites": list(suites), "components": list(components),
+            "key_url": key_url, "keyring": keyring}
+
+
+def dnf_repository(name, description, baseurl, key_url):
+    """One dnf repository as data: section name, baseurl and signing key URL."""
+    return {"type": "dnf", "name": name, "description": description, "url": baseurl, "key_url": key_url,
+            "keyring": None}
+
+
+def apt_sources(repositories):
+    """deb822 text of ``repositories`` (one stanza each)."""
+    return "\n".join(_deb822(r["url"], r["suites"], r["components"], r["keyring"]) for r in repositories)
+
+
+def dnf_repo_file(repositories):
+    """.repo text of ``repositories``."""
+    lines = ["# %s" % HEADER]
+    for r in repositories:
+        lines += ["[%s]" % r["name"], "name=%s" % r["description"], "baseurl=%s" % r["url"], "enabled=1",
+                  "gpgcheck=1", "repo_gpgcheck=0", "gpgkey=%s" % r["key_url"]]
+    return "\n".join(lines + [""])
+
+
+def _signing_keys(repositories):
+    """The distinct signing keys of ``repositories``: [{url, path}] (path None: the package manager imports it)."""
+    keys = []
+    for r in repositories:
+        key = {"url": r["key_url"], "path": r["keyring"]}
+        if r["key_url"] and key not in keys:
+            keys.append(key)
+    return keys
+
+
 def _debian_family(plan, distro, version, flavour, values, codename, arch):
     branch = version["branch"]
     glob = _version_glob(version)
     if values["nvidia_driver_source"] == "distribution" and distro.startswith("debian"):
         kernel_pkg = "nvidia-open-kernel-dkms" if flavour == "open" else "nvidia-kernel-dkms"
         names = ["nvidia-driver", "nvidia-smi", kernel_pkg]
-        plan["repo_files"] = [{
-            "path": APT_SOURCES,
-            "content": _deb822(values["nvidia_driver_debian_mirror"], [codename, codename + "-updates"],
-                               ["contrib", "non-free", "non-free-firmware"])
-            + "\n" + _deb822(values["nvidia_driver_debian_security_mirror"], [codename + "-security"],
-                             ["contrib", "non-free", "non-free-firmware"]),
-        }]
+        components = ["contrib", "non-free", "non-free-firmware"]
+        plan["repositories"] = [
+            apt_repository(values["nvidia_driver_debian_mirror"], [codename, codename + "-updates"], components),
+            apt_repository(values["nvidia_driver_debian_security_mirror"], [codename + "-security"], components)]
         plan["pin_file"] = {"path": APT_PREFERENCES,
                             "content": _apt_pin("src:nvidia-graphics-drivers", version, "Debian's NVIDIA driver")}
         plan["extra_packages"] = ["nvidia-persistenced"] if values["nvidia_driver_persistence"] else []
-        plan["keyring"] = None
     elif values["nvidia_driver_source"] == "distribution":  # Ubuntu, Canonical's -server packages
         suffix = "-open" if flavour == "open" else ""
         names = ["nvidia-headless-%s-server%s" % (branch, suffix), "nvidia-utils-%s-server" % branch]
-        plan["repo_files"] = []
+        plan["repositories"] = []
         plan["pin_file"] = {"path": APT_PREFERENCES,
                             "content": _apt_pin("src:nvidia-graphics-drivers-%s-server" % branch, version,
                                                 "Canonical's NVIDIA %s server driver" % branch)}
         plan["extra_packages"] = []
-        plan["keyring"] = None
     else:  # NVIDIA's CUDA repository (flat repository, signed)
         repo = "%s/%s/%s/" % (_cuda_base(values), CUDA_REPO_NAMES[distro], CUDA_REPO_ARCH.get(arch, arch))
         names = ["nvidia-open-%s" % branch if flavour == "open" else "cuda-drivers-%s" % branch]
-        plan["keyring"] = {"url": repo + CUDA_REPO_KEYS["Debian"], "path": APT_KEYRING}
-        plan["repo_files"] = [{"path": APT_SOURCES, "content": _deb822(repo, ["/"], [], APT_KEYRING)}]
+        plan["repositories"] = [apt_repository(repo, ["/"], [], repo + CUDA_REPO_KEYS["Debian"], APT_KEYRING)]
         plan["pin_file"] = {"path": APT_PREFERENCES, "content": _apt_pin(
             "cuda-drivers* nvidia-open* nvidia-driver* nvidia-kernel-* nvidia-dkms-* nvidia-utils-* libnvidia-*"
             " nvidia-compute-utils-* nvidia-firmware-* nvidia-modprobe nvidia-persistenced xserver-xorg-video-nvidia*"
             " nvidia-fabricmanager*",
             version, "NVIDIA's CUDA-repository driver")}
         plan["extra_packages"] = []
+    plan["keys"] = _signing_keys(plan["repositories"])
+    # the role downloads the apt keyring file itself (None: no keyring to fetch)
+    plan["keyring"] = next((dict(k) for k in plan["keys"] if k["path"]), None)
+    plan["repo_files"] = ([{"path": APT_SOURCES, "content": apt_sources(plan["repositories"])}]
+                          if plan["repositories"] else [])
     plan["packages"] = ["%s=%s" % (name, glob) for name in names]
     plan["hold"] = names if version["exact"] else []
     plan["package_names"] = names
@@ -128,18 +163,11 @@ def _debian_family(plan, distro, version, flavour, values, codename, arch):
 def _redhat_family(plan, distro, version, flavour, values, arch):
     branch = version["branch"]
     repo = "%s/%s/%s" % (_cuda_base(values), CUDA_REPO_NAMES[distro], CUDA_REPO_ARCH.get(arch, arch))
+    plan["repositories"] = [dnf_repository("gpufleet-nvidia-cuda", "NVIDIA CUDA repository (%s)" % CUDA_REPO_NAMES[distro],
+                                           repo, "%s/%s" % (repo, CUDA_REPO_KEYS["RedHat"]))]
+    plan["keys"] = _signing_keys(plan["repositories"])
     plan["keyring"] = None
-    plan["repo_files"] = [{"path": DNF_REPO, "content": "\n".join([
-        "# %s" % HEADER,
-        "[gpufleet-nvidia-cuda]",
-        "name=NVIDIA CUDA repository (%s)" % CUDA_REPO_NAMES[distro],
-        "baseurl=%s" % repo,
-        "enabled=1",
-        "gpgcheck=1",
-        "repo_gpgcheck=0",
-        "gpgkey=%s/%s" % (repo, CUDA_REPO_KEYS["RedHat"]),
-        "",
-    ])}]
+    plan["repo_files"] = [{"path": DNF_REPO, "content": dnf_repo_file(plan["repositories"])}]
     kmod = "kmod-nvidia-open-dkms" if flavour == "open" else "kmod-nvidia-latest-dkms"
     names = ["nvidia-driver", "nvidia-driver-cuda", kmod]
     # The branch's module stream (NVIDIA's Driver Installation Guide: also on Amazon Linux 2023).

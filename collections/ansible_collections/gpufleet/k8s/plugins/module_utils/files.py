@@ -11,16 +11,21 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import os
+import shutil
 import tempfile
 
 
 def read_text(path):
-    """The file's text, or None when it does not exist."""
-    if not os.path.isfile(path):
-        return None
-    with open(path, "r") as handle:
-        return handle.read()
+    """The file's text, or None when it does not exist (other errors, e.g. a directory, raise)."""
+    try:
+        with open(path, "r") as handle:
+            return handle.read()
+    except (IOError, OSError) as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        raise
 
 
 def plan_files(dest, wanted, modes=None):
@@ -37,7 +42,7 @@ def plan_files(dest, wanted, modes=None):
 
 
 def file_diffs(dest, writes, removes=()):
-    """Ansible ``diff`` entries for planned writes and removals."""
+    """Ansible ``diff`` entries for planned writes and removals (names relative to ``dest``)."""
     out = [dict(before=old or "", after=new, before_header=os.path.join(dest, name), after_header=os.path.join(dest, name))
            for name, (old, new) in sorted(writes.items())]
     out += [dict(before="(file)", after="", before_header=os.path.join(dest, name), after_header="(removed)")
@@ -45,15 +50,96 @@ def file_diffs(dest, writes, removes=()):
     return out
 
 
-def apply_render(dest, writes, removes, modes=None):
-    """Write each planned file atomically (mode from ``modes``, default 0644), then remove ``removes``."""
+def change_diffs(changes):
+    """Ansible ``diff`` entries for ``{path: (old or None, new or None)}`` (None: absent)."""
+    return [dict(before=old or "", after=new or "", before_header=path if old is not None else "(absent)",
+                 after_header=path if new is not None else "(absent)")
+            for path, (old, new) in sorted(changes.items())]
+
+
+def write_file(path, text, mode=None, backup_suffix=None):
+    """Write ``text`` to ``path`` atomically (temporary file in the same directory, fsync, rename).
+
+    ``mode``: permission bits (None: keep the existing file's, 0644 for a new file). With
+    ``backup_suffix``, an existing file is first copied to ``path + backup_suffix``. Returns the
+    backup's path, or None."""
+    directory = os.path.dirname(path) or "."
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o755)
+    saved = None
+    if os.path.exists(path):
+        if mode is None:
+            mode = os.stat(path).st_mode & 0o7777
+        if backup_suffix:
+            saved = path + backup_suffix
+            shutil.copy2(path, saved)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-gpufleet-", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644 if mode is None else mode)
+        os.rename(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return saved
+
+
+def remove_file(path, backup_suffix=None):
+    """Remove ``path`` (after a copy to ``path + backup_suffix`` when given); returns the backup's path or None."""
+    saved = None
+    if backup_suffix:
+        saved = path + backup_suffix
+        shutil.copy2(path, saved)
+    os.unlink(path)
+    return saved
+
+
+def write_planned(dest, writes, removes, modes=None):
+    """Write each planned file of ``plan_files`` under ``dest`` (mode from ``modes``, default 0644),
+    then remove ``removes`` (names relative to ``dest``); ``dest`` is created when missing."""
     if not os.path.isdir(dest):
         os.makedirs(dest)
     for name, (_old, text) in sorted(writes.items()):
-        fd, tmp = tempfile.mkstemp(dir=dest, prefix=".tmp-")
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(tmp, (modes or {}).get(name, 0o644))
-        os.rename(tmp, os.path.join(dest, name))
+        write_file(os.path.join(dest, name), text, (modes or {}).get(name, 0o644))
     for name in removes:
-        os.unlink(os.path.join(dest, name))
+        remove_file(os.path.join(dest, name))
+
+
+# The old name of write_planned (it writes any planned files, not only rendered manifests); kept
+# for callers on branches in flight.
+apply_render = write_planned
+
+
+def write_changes(changes, backup_suffix=None):
+    """Apply ``{path: (old or None, new or None)}`` (absolute paths; new None removes the file).
+
+    Returns [{"path", "backup", "existed"}] in path order: what a rollback needs (restore the
+    backup, or remove a file that did not exist)."""
+    done = []
+    for path in sorted(changes):
+        old, new = changes[path]
+        if new is None:
+            if old is not None:
+                done.append({"path": path, "backup": remove_file(path, backup_suffix), "existed": True})
+            continue
+        done.append({"path": path, "backup": write_file(path, new, None, backup_suffix), "existed": old is not None})
+    return done
+
+
+def sync_files(dest, wanted, removes=(), modes=None, check_mode=False, diff=False):
+    """Plan, write (unless ``check_mode``) and describe the files ``wanted`` ({name: text}) under
+    ``dest``, removing ``removes``: the result keys every file-writing module returns
+    (``changed``, ``written``, ``removed`` and, when ``diff``, ``diff``)."""
+    writes = plan_files(dest, wanted, modes)
+    removes = [name for name in removes if os.path.lexists(os.path.join(dest, name))]
+    if (writes or removes) and not check_mode:
+        write_planned(dest, writes, removes, modes)
+    result = dict(changed=bool(writes or removes), written=[os.path.join(dest, n) for n in sorted(writes)],
+                  removed=[os.path.join(dest, n) for n in removes])
+    if diff:
+        result["diff"] = file_diffs(dest, writes, removes)
+    return result

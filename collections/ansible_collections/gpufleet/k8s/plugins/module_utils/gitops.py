@@ -27,6 +27,7 @@ import os
 from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.files import file_diffs, plan_files, write_planned
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import MANAGED_NAME, dump_yaml
 
 GITOPS_DIR = "gitops"
@@ -175,8 +176,6 @@ def write_tree(gitops_dir, wanted, check_mode=False):
     """Write ``wanted`` ({relative path: text}) under ``gitops_dir`` through the one file-writing
     path (files.py: only what differs, atomically), remove stale files and empty directories.
     Returns (changed paths, removed paths, diff entries)."""
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.files import apply_render, file_diffs, plan_files
-
     by_dir = {}
     for rel, text in wanted.items():
         directory, name = os.path.split(rel)
@@ -194,7 +193,7 @@ def write_tree(gitops_dir, wanted, check_mode=False):
         changed += [os.path.join(directory, n) for n in sorted(writes)]
         diffs += file_diffs(dest, writes, removes)
         if not check_mode and (writes or removes):
-            apply_render(dest, writes, removes)
+            write_planned(dest, writes, removes)
     if not check_mode:
         for dirpath, _dirs, _files in sorted(os.walk(gitops_dir, topdown=False)) if os.path.isdir(gitops_dir) else []:
             if dirpath != gitops_dir and not os.listdir(dirpath):

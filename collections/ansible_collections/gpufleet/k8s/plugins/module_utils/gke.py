@@ -20,8 +20,8 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import GPU_TYPES
-from ansible_collections.gpufleet.k8s.plugins.module_utils.pools_check import (
-    cluster_region, pool_gpu_limit, spread_zones)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools_check import cluster_region, spread_zones
+from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import pool_gpu_limit
 
 COMPUTE_CLASS_API = "cloud.google.com/v1"
 AUTOPILOT_NOTE = ("GKE Autopilot: Google creates and manages the GPU nodes (driver and device plugin included); "

@@ -122,7 +122,7 @@ def gke_sharing_selector(pool):
     return {}
 
 
-def check(plan, extra, problems):
+def check_sharing(plan, extra, problems):
     """Preflight: MIG and sharing settings that render fine but give pods no (or the wrong) GPU.
 
     Also records ``plan["gpu_access"]`` (``access(...)``) for the stages that place pods."""

@@ -235,7 +235,7 @@ def load(text):
     return stamp
 
 
-def check(stamp, inputs, watch, current):
+def compare(stamp, inputs, watch, current):
     """(converged, reasons): converged only when the stamp matches inputs, watch list and state."""
     if stamp is None:
         return False, ["no converged stamp recorded on this host yet (or from another gpufleet format)"]

@@ -21,6 +21,7 @@ import re
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, one_of
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import (
     GKE_PLATFORMS, gpu_counts_on, offered_on, types_on)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter_v1alpha5 import load_v1alpha5, migrate
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import (
     CLOUD_PLATFORMS, DURATION, POOL_DEFAULTS, POOLS_VAR)
 
@@ -116,15 +117,6 @@ def cluster_region(plan, settings):
         if region:
             return region
     return ""
-
-
-def pool_gpu_limit(pool):
-    """The most GPUs a pool may hold: max_gpus, else max_nodes x gpus_per_node; None: unbounded."""
-    if pool.get("max_gpus") is not None:
-        return pool["max_gpus"]
-    if pool.get("max_nodes") is not None:
-        return pool["max_nodes"] * pool["gpus_per_node"]
-    return None
 
 
 def nap_enabled(platform, settings):
@@ -334,8 +326,6 @@ def _check_eks_ami(settings, problems):
 
 
 def _check_migrate_files(platform, settings, problems):
-    # imported here: karpenter imports this module's helpers
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import load_v1alpha5, migrate
     files = settings["karpenter_migrate_files"]
     if not isinstance(files, list):
         problems.error("gpu_pools_karpenter_migrate_files", "must be a list of paths to v1alpha5 Provisioner "

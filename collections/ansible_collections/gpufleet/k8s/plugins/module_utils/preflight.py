@@ -13,11 +13,11 @@ __metaclass__ = type
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import upgrade_plan
 from ansible_collections.gpufleet.k8s.plugins.module_utils import pools_check
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_config
+from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_presets
 from ansible_collections.gpufleet.k8s.plugins.module_utils import driver_compat
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import validate_inventory
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons_preflight
-from ansible_collections.gpufleet.k8s.plugins.module_utils import mirror
+from ansible_collections.gpufleet.k8s.plugins.module_utils import mirror_urls
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_prep
 from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_monitoring
@@ -29,10 +29,10 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import output_tree
 CHECKS = []
 CHECKS.append(upgrade_plan.check)
 CHECKS.append(pools_check.check)
-CHECKS.append(containerd_config.check)
+CHECKS.append(containerd_presets.check)
 CHECKS.append(addons_preflight.check)
 CHECKS.append(driver_compat.check)
-CHECKS.append(mirror.check)
+CHECKS.append(mirror_urls.check)
 CHECKS.append(node_stamp.check_inputs)
 CHECKS.append(node_prep.check)
 CHECKS.append(gpu_monitoring.check)

@@ -18,9 +18,10 @@ import re
 from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import HAS_YAML, yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-# The file-writing path lives in files.py (no PyYAML there); re-exported for the renderers.
+# The file-writing path lives in files.py (no PyYAML there); re-exported for the renderers
+# (apply_render: the old name of write_planned, for callers on branches in flight).
 from ansible_collections.gpufleet.k8s.plugins.module_utils.files import (  # noqa: F401 pylint: disable=unused-import
-    apply_render, file_diffs, plan_files)
+    apply_render, file_diffs, plan_files, write_planned)
 
 MANAGED_NAME = re.compile(r"^[0-9]{2,}-[a-z0-9.-]+\.ya?ml$")
 

@@ -7,6 +7,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
+from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_operator as _op
+from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import NAME
 from ansible_collections.gpufleet.k8s.plugins.module_utils.expected import POOL_LABEL
 from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import placement as pool_placement
 
@@ -126,9 +129,6 @@ def exporter_target(plan, extra):
 
     ``extra``: the gpufleet_*, dcgm_exporter_* and gpu_operator_* values. An explicit
     gpu_validate_exporter_namespace / _service (not ``auto``) wins."""
-    from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
-    from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_operator as _op
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import NAME
     ns, svc = extra.get("gpu_validate_exporter_namespace", "auto"), extra.get("gpu_validate_exporter_service", "auto")
     target = None
     mode = plan.get("addons_mode")

@@ -86,6 +86,15 @@ def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def pool_gpu_limit(pool):
+    """The most GPUs a pool may hold: max_gpus, else max_nodes x gpus_per_node; None: unbounded."""
+    if pool.get("max_gpus") is not None:
+        return pool["max_gpus"]
+    if pool.get("max_nodes") is not None:
+        return pool["max_nodes"] * pool["gpus_per_node"]
+    return None
+
+
 def validate_platform(platform, problems):
     if platform not in PLATFORMS:
         problems.error("gpufleet_platform", "%r is not a supported platform; use %s" % (platform, one_of(PLATFORMS)))

@@ -174,21 +174,24 @@ service:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_plan as cplan
+from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_presets as presets
+from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_validate as cvalidate
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.files import change_diffs
 
 
 def argspec():
     return dict(
         preset=dict(type="str", default="containerd"),
-        mode=dict(type="str", default="drop-in", choices=list(cc.MODES)),
+        mode=dict(type="str", default="drop-in", choices=list(presets.MODES)),
         config_path=dict(type="path"),
         dropin_path=dict(type="path"),
         runtime_name=dict(type="str", default="nvidia"),
-        runtime_binary=dict(type="path", default=cc.NVIDIA_RUNTIME_BINARY),
+        runtime_binary=dict(type="path", default=presets.NVIDIA_RUNTIME_BINARY),
         set_as_default=dict(type="bool", default=False),
         enable_cdi=dict(type="bool", default=False),
-        config_version=dict(type="int", choices=list(cc.CONFIG_VERSIONS)),
+        config_version=dict(type="int", choices=list(presets.CONFIG_VERSIONS)),
         containerd_binary=dict(type="path", default="/usr/bin/containerd"),
         backup=dict(type="bool", default=True),
     )
@@ -198,16 +201,16 @@ def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
     p = module.params
     try:
-        result = cc.plan(p["preset"], p["mode"], p["config_path"], p["dropin_path"], p["runtime_name"],
+        result = cplan.plan(p["preset"], p["mode"], p["config_path"], p["dropin_path"], p["runtime_name"],
                          p["runtime_binary"], p["set_as_default"], p["enable_cdi"], p["config_version"],
                          p["containerd_binary"])
         files = result["files"]
         validated = False
         if files and result["validate"]:
-            dumped = cc.validate_candidate(p["containerd_binary"], result["config_path"],
+            dumped = cvalidate.validate_candidate(p["containerd_binary"], result["config_path"],
                                            dict((path, new) for path, (_old, new) in files.items()),
                                            p["runtime_name"], p["runtime_binary"])
-            result["notes"].extend(cc.dump_warnings(dumped, p["enable_cdi"]))
+            result["notes"].extend(cvalidate.dump_warnings(dumped, p["enable_cdi"]))
             validated = True
         if not validated and any(path.endswith((".toml", ".tmpl")) for path in files):
             result["notes"].append("the candidate was not validated with containerd (%s): %s"
@@ -215,19 +218,17 @@ def main():
                                       if result["preset"] != "containerd" else "binary not found"))
         rollback = []
         if files and not module.check_mode:
-            rollback = cc.write_files(files, backup=p["backup"])
+            rollback = cplan.write_files(files, backup=p["backup"])
     except (GpufleetError, OSError) as exc:
         module.fail_json(msg="containerd_nvidia_runtime (%s): %s" % (p["preset"], exc))
     out = dict(changed=bool(files), files=sorted(files), rollback=rollback, validated=validated,
                version=result["version"], cri_path=result["cri_path"], actions=result["actions"],
                created_from=result["created_from"], socket=result["socket"],
-               service=cc.resolve_service(result["preset"]))
+               service=presets.resolve_service(result["preset"]))
     for note in result["notes"]:
         module.warn(note)
     if module._diff:
-        out["diff"] = [dict(before=old or "", after=new or "", before_header=path if old is not None else "(absent)",
-                            after_header=path if new is not None else "(absent)")
-                       for path, (old, new) in sorted(files.items())]
+        out["diff"] = change_diffs(files)
     module.exit_json(**out)
 
 

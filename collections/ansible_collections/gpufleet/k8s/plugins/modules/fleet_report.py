@@ -104,7 +104,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet_report import build_report, render_files
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, file_diffs, plan_files
+from ansible_collections.gpufleet.k8s.plugins.module_utils.files import sync_files
 from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
@@ -136,15 +136,13 @@ def main():
     except (KeyError, TypeError, ValueError) as exc:
         module.fail_json(msg="cannot build the fleet report: %s: %s" % (type(exc).__name__, exc))
     files = render_files(report)
-    writes = plan_files(p["dest"], files)
-    if writes and not module.check_mode:
-        try:
-            apply_render(p["dest"], writes, [])
-        except OSError as exc:
-            module.fail_json(msg="cannot write the fleet report into %s: %s" % (p["dest"], exc))
-    result = dict(changed=bool(writes), report=report, files=[os.path.join(p["dest"], n) for n in sorted(files)])
-    if module._diff:
-        result["diff"] = file_diffs(p["dest"], writes)
+    try:
+        synced = sync_files(p["dest"], files, check_mode=module.check_mode, diff=module._diff)
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="cannot write the fleet report into %s: %s" % (p["dest"], exc))
+    result = dict(changed=synced["changed"], report=report, files=[os.path.join(p["dest"], n) for n in sorted(files)])
+    if "diff" in synced:
+        result["diff"] = synced["diff"]
     module.exit_json(**result)
 
 

@@ -92,8 +92,9 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import load_v1alpha5, migrate, migration_notes
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, file_diffs, plan_render
+from ansible_collections.gpufleet.k8s.plugins.module_utils.files import file_diffs, plan_files, write_planned
+from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter_v1alpha5 import load_v1alpha5, migrate, migration_notes
+from ansible_collections.gpufleet.k8s.plugins.module_utils.render import plan_render
 from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
@@ -120,23 +121,17 @@ def main():
     if dest:
         header = "# Migrated by gpufleet from %s; review MIGRATION.md.\n" % os.path.basename(params["src"])
         _wanted, writes, removes = plan_render(dest, objects, header)
-        notes_path = os.path.join(dest, "MIGRATION.md")
         notes = migration_notes(os.path.basename(params["src"]), changes, needs_input)
-        current = None
-        if os.path.isfile(notes_path):
-            with open(notes_path, "r") as handle:
-                current = handle.read()
-        if current != notes:
-            writes["MIGRATION.md"] = (current, notes)
-        if not module.check_mode:
-            try:
-                apply_render(dest, writes, removes)
-            except OSError as exc:
-                module.fail_json(msg="writing into %s failed: %s" % (dest, exc))
+        try:
+            writes.update(plan_files(dest, {"MIGRATION.md": notes}))
+            if not module.check_mode:
+                write_planned(dest, writes, removes)
+        except (IOError, OSError) as exc:
+            module.fail_json(msg="writing into %s failed: %s" % (dest, exc))
         result["changed"] = bool(writes or removes)
         result["written"] = [os.path.join(dest, name) for name in sorted(writes)]
         if module._diff:
-            result["diff"] = file_diffs(dest, writes)
+            result["diff"] = file_diffs(dest, writes, removes)
     module.exit_json(**result)
 
 

@@ -39,6 +39,12 @@ options:
     type: list
     elements: str
     default: []
+  today:
+    description:
+      - Date (C(YYYY-MM-DD)) the driver branch's support status is judged on, so that a manifest can
+        be reproduced for a given day.
+      - When omitted, the current date on the controller.
+    type: str
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -74,15 +80,17 @@ written:
   elements: str
 """
 
+import datetime
 import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, file_diffs, plan_files
-from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror import (
-    manifest, manifest_markdown, problems_of, scripts)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.files import sync_files
+from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror_manifest import manifest
+from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror_scripts import manifest_markdown, scripts
+from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror_urls import problems_of
 from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
@@ -92,14 +100,21 @@ def argspec():
         plan=dict(type="dict", required=True),
         values=dict(type="dict", default={}),
         node_hosts=dict(type="list", elements="str", default=[]),
+        today=dict(type="str"),
     )
 
 
-def wanted_files(plan, values, node_hosts):
+def wanted_files(plan, values, node_hosts, today=None):
     errors = problems_of(plan, values)
+    if today is not None:
+        try:
+            datetime.datetime.strptime(today, "%Y-%m-%d")
+        except ValueError:
+            errors.append("today: %r is not a date; use one of: YYYY-MM-DD (e.g. 2026-01-01), omitted (the "
+                          "current date)" % (today,))
     if errors:
         raise GpufleetError("mirror inputs: " + "; ".join(errors), errors=errors)
-    man = manifest(plan, values, node_hosts)
+    man = manifest(plan, values, node_hosts, today)
     files = {"manifest.json": (json.dumps(man, indent=2, sort_keys=True) + "\n", 0o644),
              "manifest.md": (manifest_markdown(man), 0o644)}
     for name, text in scripts(man).items():
@@ -112,22 +127,20 @@ def main():
     require_yaml(module)
     dest = module.params["dest"]
     try:
-        man, files = wanted_files(module.params["plan"], module.params["values"], module.params["node_hosts"])
+        man, files = wanted_files(module.params["plan"], module.params["values"], module.params["node_hosts"],
+                                  module.params["today"])
     except GpufleetError as exc:
         module.fail_json(msg=exc.msg, **exc.details)
     texts = {name: text for name, (text, _mode) in files.items()}
     modes = {name: mode for name, (_text, mode) in files.items()}
-    writes = plan_files(dest, texts, modes)
-    written = [os.path.join(dest, name) for name in sorted(writes)]
-    if writes and not module.check_mode:
-        try:
-            apply_render(dest, writes, [], modes)
-        except OSError as exc:
-            module.fail_json(msg="writing the mirror manifest into %s failed: %s" % (dest, exc))
-    result = dict(changed=bool(written), manifest=man, files=[os.path.join(dest, n) for n in sorted(files)],
-                  written=written)
-    if module._diff:
-        result["diff"] = file_diffs(dest, writes)
+    try:
+        synced = sync_files(dest, texts, modes=modes, check_mode=module.check_mode, diff=module._diff)
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="writing the mirror manifest into %s failed: %s" % (dest, exc))
+    result = dict(changed=synced["changed"], manifest=man, files=[os.path.join(dest, n) for n in sorted(files)],
+                  written=synced["written"])
+    if "diff" in synced:
+        result["diff"] = synced["diff"]
     module.exit_json(**result)
 
 

@@ -114,7 +114,7 @@ from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp as ns
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.files import apply_render, file_diffs, plan_files, read_text
+from ansible_collections.gpufleet.k8s.plugins.module_utils.files import file_diffs, plan_files, read_text, write_planned
 
 
 def argspec():
@@ -149,7 +149,7 @@ def main():
         old_text = read_text(path)
         if params["state"] == "check":
             watch = ns.normalize_watch(params["watch"])
-            converged, reasons = ns.check(ns.load(old_text), params["inputs"], watch, ns.fingerprint(watch, run))
+            converged, reasons = ns.compare(ns.load(old_text), params["inputs"], watch, ns.fingerprint(watch, run))
             result.update(converged=converged, reasons=reasons)
             module.exit_json(**result)
         writes, removes = {}, []
@@ -163,7 +163,7 @@ def main():
         if module._diff:
             result["diff"] = file_diffs(directory, writes, removes)
         if result["changed"] and not module.check_mode:
-            apply_render(directory, writes, removes)
+            write_planned(directory, writes, removes)
     except GpufleetError as exc:
         module.fail_json(msg="node_stamp: %s" % exc.msg, **result)
     except (IOError, OSError) as exc:

@@ -73,7 +73,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import apply_render, file_diffs, plan_render
+from ansible_collections.gpufleet.k8s.plugins.module_utils.render import file_diffs, plan_render, write_planned
 from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
@@ -92,7 +92,7 @@ def main():
     try:
         wanted, writes, removes = plan_render(dest, module.params["objects"], module.params["header"] or None)
         if not module.check_mode:
-            apply_render(dest, writes, removes)
+            write_planned(dest, writes, removes)
     except (GpufleetError, OSError) as exc:
         module.fail_json(msg="render into %s failed: %s" % (dest, exc))
     result = dict(
