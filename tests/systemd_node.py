@@ -8,6 +8,22 @@ import sys
 import time
 
 DEBIAN12 = "localhost/gpufleet-debian:12"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _standin_versions():
+    path = os.path.join(ROOT, "molecule", "nvidia_container_toolkit", "files", "standin-versions.env")
+    with open(path) as handle:
+        return dict(line.strip().split("=", 1) for line in handle if line.strip() and not line.startswith("#"))
+
+
+# The toolkit versions the stand-in repository offers (read from the one file that names them, which
+# build-standin-repo.sh and the molecule verifier read too): older than the pin, the role's default
+# pin, newer than the pin.
+_VERSIONS = _standin_versions()
+TOOLKIT_OLDER = _VERSIONS["TOOLKIT_OLDER"]
+TOOLKIT_PINNED = _VERSIONS["TOOLKIT_PINNED"]
+TOOLKIT_NEWER = _VERSIONS["TOOLKIT_NEWER"]
 
 
 def per_worker(name):
@@ -43,7 +59,8 @@ def remove(name):
 
 def standin_toolkit_repo(path):
     """The local apt repository standing in for NVIDIA's unreachable toolkit repository (real package
-    names and versions; see molecule/nvidia_container_toolkit/files/build-standin-repo.sh)."""
+    names; versions TOOLKIT_OLDER, TOOLKIT_PINNED and TOOLKIT_NEWER; see
+    molecule/nvidia_container_toolkit/files/build-standin-repo.sh)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     subprocess.run([os.path.join(root, "molecule", "nvidia_container_toolkit", "files", "build-standin-repo.sh"), str(path)],
                    check=True, capture_output=True)

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from systemd_node import DEBIAN12, converge, podman, remove, standin_toolkit_repo
+from systemd_node import DEBIAN12, TOOLKIT_PINNED, converge, podman, remove, standin_toolkit_repo
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -34,7 +34,7 @@ def node(tmp_path_factory):
     remove(NODE)
     podman("run", "-d", "--name", NODE, DEBIAN12, "sleep", "infinity")
     podman("cp", repo, NODE + ":/srv/repo")
-    sh("dpkg -i /srv/repo/*_1.17.8-1_amd64.deb >/dev/null"
+    sh("dpkg -i /srv/repo/*_%s_amd64.deb >/dev/null" % TOOLKIT_PINNED +
        " && printf '#!/bin/sh\\necho stand-in nvidia-smi\\n' > /usr/local/bin/nvidia-smi && chmod 755 /usr/local/bin/nvidia-smi"
        " && touch %s535.261.03" % LIB)
     inv = work / "hosts.yml"

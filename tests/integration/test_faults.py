@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from systemd_node import boot, per_worker, podman, remove, standin_toolkit_repo
+from systemd_node import TOOLKIT_NEWER, TOOLKIT_PINNED, boot, per_worker, podman, remove, standin_toolkit_repo
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -110,12 +110,12 @@ def test_apt_lock_held_briefly_waits_then_succeeds(inventory):
     rc, out = play(inventory, "nvidia_container_toolkit_repo_url=file:/srv/repo")
     assert rc == 0, out[-3000:]
     assert time.monotonic() - start >= 15
-    assert toolkit_version() == "1.17.8-1" and audit() == ""
+    assert toolkit_version() == TOOLKIT_PINNED and audit() == ""
     sh("rm -f /run/lock-held")
 
 
 def test_apt_lock_held_too_long_fails_clearly_without_half_installed_packages(inventory):
-    """Injected: the dpkg locks are held for 120 s while the pin moves to 1.18.0-1 and the role's
+    """Injected: the dpkg locks are held for 120 s while the pin moves to TOOLKIT_NEWER and the role's
     apt waits at most 5 s. Checked: a clear lock failure, the old version still installed, nothing
     half-installed."""
     podman("exec", "-d", NODE, "python3", "-c", HOLD_LOCK, "120")
@@ -124,11 +124,11 @@ def test_apt_lock_held_too_long_fails_clearly_without_half_installed_packages(in
             break
         time.sleep(0.2)
     rc, out = play(inventory, "nvidia_container_toolkit_repo_url=file:/srv/repo", "fault_apt_lock_timeout=5",
-                   "nvidia_container_toolkit_version=1.18.0-1")
+                   "nvidia_container_toolkit_version=" + TOOLKIT_NEWER)
     sh("pkill -f lock-frontend; rm -f /run/lock-held", check=False)
     assert rc != 0
     assert re.search(r"lock", out, re.I), out[-2000:]
-    assert toolkit_version() == "1.17.8-1" and audit() == ""
+    assert toolkit_version() == TOOLKIT_PINNED and audit() == ""
 
 
 def not_installed():
@@ -147,16 +147,16 @@ exec /usr/bin/dpkg-deb.real "$@"
 
 
 def test_interrupted_converge_recovers_on_rerun(inventory):
-    """Injected: the play moving the pin to 1.18.0-1 is killed (SIGKILL to the play's process group
+    """Injected: the play moving the pin to TOOLKIT_NEWER is killed (SIGKILL to the play's process group
     and to dpkg and apt inside the node) while dpkg is unpacking a package. Checked first that dpkg
     really was interrupted (dpkg --audit complains and a package is left half-installed/unpacked);
-    then a re-run converges (1.18.0-1 installed, containerd active with the nvidia runtime), a
+    then a re-run converges (TOOLKIT_NEWER installed, containerd active with the nvidia runtime), a
     third run changes nothing, dpkg has nothing half-done."""
     sh("rm -f /run/dpkg-unpacking && dpkg-divert --quiet --local --rename --divert /usr/bin/dpkg-deb.real --add /usr/bin/dpkg-deb"
        " && cat > /usr/bin/dpkg-deb <<'EOF'\n%sEOF\nchmod 755 /usr/bin/dpkg-deb" % SLOW_DPKG_DEB)
     try:
         proc = play(inventory, "nvidia_container_toolkit_repo_url=file:/srv/repo",
-                    "nvidia_container_toolkit_version=1.18.0-1", background=True)
+                    "nvidia_container_toolkit_version=" + TOOLKIT_NEWER, background=True)
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:
             if sh("test -e /run/dpkg-unpacking", check=False).returncode == 0:
@@ -174,10 +174,10 @@ def test_interrupted_converge_recovers_on_rerun(inventory):
     assert audit() != "", "dpkg --audit finds nothing: dpkg was not interrupted"
     assert not_installed(), packages()
     time.sleep(1)
-    rc, out = play(inventory, "nvidia_container_toolkit_repo_url=file:/srv/repo", "nvidia_container_toolkit_version=1.18.0-1")
+    rc, out = play(inventory, "nvidia_container_toolkit_repo_url=file:/srv/repo", "nvidia_container_toolkit_version=" + TOOLKIT_NEWER)
     assert rc == 0, out[-3000:]
-    assert toolkit_version() == "1.18.0-1" and audit() == ""
+    assert toolkit_version() == TOOLKIT_NEWER and audit() == ""
     assert sh("systemctl is-active containerd").stdout.strip() == "active"
     assert "nvidia" in sh("containerd config dump").stdout
-    rc, out = play(inventory, "nvidia_container_toolkit_repo_url=file:/srv/repo", "nvidia_container_toolkit_version=1.18.0-1")
+    rc, out = play(inventory, "nvidia_container_toolkit_repo_url=file:/srv/repo", "nvidia_container_toolkit_version=" + TOOLKIT_NEWER)
     assert rc == 0 and recap_changed(out) == (0, 0), out[-2000:]

@@ -13,6 +13,7 @@ import subprocess
 
 import pytest
 
+from systemd_node import TOOLKIT_PINNED
 from test_site_render import ROOT, recap, run_site
 
 INVENTORIES = sorted(d for d in os.listdir(os.path.join(ROOT, "inventories"))
@@ -50,8 +51,8 @@ def test_every_example_inventory_gets_a_manifest(manifest_of):
     else:
         for distro, section in man["os_packages"].items():
             kit = {p["name"]: p["version"] for p in section["packages"] if p["component"] == "toolkit"}
-            assert kit == {"nvidia-container-toolkit": "1.17.8-1", "nvidia-container-toolkit-base": "1.17.8-1",
-                           "libnvidia-container-tools": "1.17.8-1", "libnvidia-container1": "1.17.8-1"}, distro
+            assert kit == {"nvidia-container-toolkit": TOOLKIT_PINNED, "nvidia-container-toolkit-base": TOOLKIT_PINNED,
+                           "libnvidia-container-tools": TOOLKIT_PINNED, "libnvidia-container1": TOOLKIT_PINNED}, distro
             assert [p for p in section["packages"] if p["component"] == "driver"], distro
     if man["platform"] == "openshift":
         assert [p["package"] for p in man["olm_packages"]] == ["gpu-operator-certified", "nfd"]

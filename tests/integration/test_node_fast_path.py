@@ -21,7 +21,7 @@ import sys
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp as ns
-from systemd_node import boot, per_worker, podman, remove, standin_toolkit_repo
+from systemd_node import TOOLKIT_PINNED, boot, per_worker, podman, remove, standin_toolkit_repo
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -163,7 +163,7 @@ def test_first_converge_writes_and_installs_only_watched_things(work):
     assert tasks > 30
     # the run did write and install things (else this check would pass on nothing)
     assert {PIN, UDEV, "/etc/ansible/facts.d/gpufleet_nvidia_driver.fact"} <= paths, sorted(paths)
-    assert {"nvidia-driver=535.261.03-*", "nvidia-container-toolkit=1.17.8-1"} <= packages, sorted(packages)
+    assert {"nvidia-driver=535.261.03-*", "nvidia-container-toolkit=" + TOOLKIT_PINNED} <= packages, sorted(packages)
     # the stamp and gpufleet's state directory it lives in (also home of the CDI generation record, which is watched)
     assert [p for p in paths - {STAMP, os.path.dirname(STAMP)} if not ns.covered(p, watch)] == []
     assert [p for p in packages if not ns.package_watched(p, watch)] == []
@@ -194,8 +194,8 @@ DRIFT = [
     ("driver unheld", "apt-mark unhold nvidia-driver >/dev/null", "apt-mark hold nvidia-driver >/dev/null",
      "package nvidia-driver: 535.261.03-1 hi -> 535.261.03-1 ii"),
     ("toolkit removed", "dpkg -r --force-depends nvidia-container-toolkit >/dev/null 2>&1",
-     "DEBIAN_FRONTEND=noninteractive apt-get install -qq -y --allow-change-held-packages nvidia-container-toolkit=1.17.8-1 >/dev/null 2>&1",
-     "package nvidia-container-toolkit: 1.17.8-1 ii -> "),
+     "DEBIAN_FRONTEND=noninteractive apt-get install -qq -y --allow-change-held-packages nvidia-container-toolkit=%s >/dev/null 2>&1" % TOOLKIT_PINNED,
+     "package nvidia-container-toolkit: %s ii -> " % TOOLKIT_PINNED),
     ("containerd config moved away", "mv /etc/containerd /root/containerd.bak", "mv /root/containerd.bak /etc/containerd",
      "path /etc/containerd: dir 0:0 0755 -> absent"),
     ("udev rule deleted", "cp -a %s /root/udev.bak && rm %s" % (UDEV, UDEV), "cp -a /root/udev.bak " + UDEV,

@@ -115,7 +115,7 @@ def test_manifest_standalone_self_managed():
     assert sorted(man["os_packages"]) == ["rhel-9", "ubuntu-24.04"]
     ubuntu = man["os_packages"]["ubuntu-24.04"]
     assert {"name": "cuda-drivers-580", "version": "580.95.05-*", "component": "driver"} in ubuntu["packages"]
-    assert {"name": "nvidia-container-toolkit", "version": "1.17.8-1", "component": "toolkit"} in ubuntu["packages"]
+    assert {"name": "nvidia-container-toolkit", "version": "1.18.1-1", "component": "toolkit"} in ubuntu["packages"]
     assert {"name": "pciutils", "version": "(newest)", "component": "node_prep"} in ubuntu["packages"]
     assert ubuntu["repositories"][0]["url"] == "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/"
     rhel = man["os_packages"]["rhel-9"]
@@ -193,12 +193,12 @@ def test_operand_awk_reads_cluster_policy_triplets(tmp_path):
         "spec:\n  template:\n    spec:\n      containers:\n        - image: \"nvcr.io/nvidia/gpu-operator:v25.3.4\"\n"
         "---\nkind: ClusterPolicy\nspec:\n  driver:\n    repository: nvcr.io/nvidia\n    image: driver\n"
         "    version: \"570.172.08\"\n  toolkit:\n    repository: nvcr.io/nvidia/k8s\n    image: container-toolkit\n"
-        "    version: v1.17.8-ubuntu20.04\n  dcgm:\n    repository: nvcr.io/nvidia/cloud-native\n    image: dcgm\n"
+        "    version: v1.18.1-ubuntu20.04\n  dcgm:\n    repository: nvcr.io/nvidia/cloud-native\n    image: dcgm\n"
         "    version: sha256:" + "c" * 64 + "\n  validator:\n    version: v1\n")
     proc = subprocess.run(["awk", mirror_scripts.OPERAND_AWK], input=rendered, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["nvcr.io/nvidia/gpu-operator:v25.3.4", "nvcr.io/nvidia/driver:570.172.08",
-                                   "nvcr.io/nvidia/k8s/container-toolkit:v1.17.8-ubuntu20.04",
+                                   "nvcr.io/nvidia/k8s/container-toolkit:v1.18.1-ubuntu20.04",
                                    "nvcr.io/nvidia/cloud-native/dcgm@sha256:" + "c" * 64]
 
 
@@ -206,7 +206,7 @@ def test_markdown_tables():
     man = mirror_manifest.manifest(plan(mode="operator"), {}, ["n1"])
     md = mirror_scripts.manifest_markdown(man)
     assert "| gpu-operator | v25.10.1 | https://helm.ngc.nvidia.com/nvidia | gpu-operator-v25.10.1.tgz | - |" in md
-    assert "| nvidia-container-toolkit | 1.17.8-1 | toolkit |" in md
+    assert "| nvidia-container-toolkit | 1.18.1-1 | toolkit |" in md
 
 
 def _inner_scripts(man):

@@ -12,7 +12,8 @@ import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.filter import containerd_config as filters
 
-ROLE = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "nvidia_container_toolkit")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+ROLE = os.path.join(ROOT, "roles", "nvidia_container_toolkit")
 
 
 def load(rel):
@@ -128,3 +129,29 @@ def test_input_problems_name_the_role_variables():
 def test_every_containerd_preset_has_a_ctr_command():
     ctr = load("vars/main.yml")["__nvidia_container_toolkit_ctr"]
     assert set(ctr) == set(name for name, p in filters.PRESETS.items() if p["kind"] == "containerd")
+
+
+def _version_key(version):
+    upstream, _, revision = version.partition("-")
+    return tuple(int(part) for part in upstream.split(".")) + (int(revision or 0),)
+
+
+def test_default_pin_is_a_toolkit_that_reads_runtime_config_source():
+    """RUNTIME_CONFIG_SOURCE (and the containerd conf.d drop-in) exist from toolkit 1.18 on; the
+    host pin follows the 1.18 line the pinned GPU Operator chart ships."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils import versions
+    pin = load("defaults/main.yml")["nvidia_container_toolkit_version"]
+    assert _version_key(pin) >= (1, 18, 0, 0), pin
+    chart_toolkit = versions.OPERATOR_COMPONENTS["NVIDIA Container Toolkit (toolkit.version)"].lstrip("v")
+    assert pin.split("-")[0].split(".")[:2] == chart_toolkit.split(".")[:2], (pin, chart_toolkit)
+
+
+def test_standin_repository_offers_an_older_the_pinned_and_a_newer_toolkit():
+    """The stand-in repository's versions (one file) bracket the role's default pin, so the tests
+    that install from it can see a pin that does not hold."""
+    path = os.path.join(ROOT, "molecule", "nvidia_container_toolkit", "files", "standin-versions.env")
+    with open(path) as handle:
+        found = dict(line.strip().split("=", 1) for line in handle if line.strip() and not line.startswith("#"))
+    pin = load("defaults/main.yml")["nvidia_container_toolkit_version"]
+    assert found["TOOLKIT_PINNED"] == pin
+    assert _version_key(found["TOOLKIT_OLDER"]) < _version_key(pin) < _version_key(found["TOOLKIT_NEWER"])

@@ -4,13 +4,15 @@
 # NVIDIA's libnvidia-container repository cannot be reached from the test machines, so this
 # builds small packages with the REAL package names, versions and dependencies
 # (nvidia-container-toolkit, nvidia-container-toolkit-base, libnvidia-container-tools,
-# libnvidia-container1 at 1.17.8-1, plus a newer 1.18.0-1 so that version pinning is tested).
+# libnvidia-container1) at the three versions of standin-versions.env beside this script: an older
+# one, the role's default pin and a newer one, so that version pinning is tested).
 # Their binaries are shell scripts: nvidia-container-runtime execs runc, nvidia-ctk understands
 # `cdi generate --output=FILE` and `system create-dev-char-symlinks`. They stand in for the
 # upstream packages; they are not them.
 # Usage: build-standin-repo.sh OUTDIR
 set -eu
 out=$1
+. "$(dirname "$0")/standin-versions.env"
 rm -rf "$out"
 mkdir -p "$out"
 work=$(mktemp -d)
@@ -63,7 +65,7 @@ fill_toolkit() {
   script "$1/usr/bin/nvidia-container-runtime-hook" "echo 'stand-in hook $2'"
 }
 
-for v in 1.17.8-1 1.18.0-1; do
+for v in "$TOOLKIT_OLDER" "$TOOLKIT_PINNED" "$TOOLKIT_NEWER"; do
   pkg libnvidia-container1 "$v" "" fill_lib
   pkg libnvidia-container-tools "$v" "libnvidia-container1 (>= $v)" fill_tools
   pkg nvidia-container-toolkit-base "$v" "" fill_base

@@ -8,7 +8,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import (
-    apt_kernel_plan, container_verdict, driver_plan, module_stream_switch, reboot_decision)
+    apt_kernel_plan, container_verdict, driver_plan, module_stream_switch, reboot_decision, stale_pinning_packages,
+    stale_versionlocks)
 
 
 def nvidia_driver_plan(inputs):
@@ -39,6 +40,16 @@ def nvidia_driver_stream_switch(dnf_module_list, wanted):
     return module_stream_switch(dnf_module_list, wanted)
 
 
+def nvidia_driver_stale_pins(output, plan):
+    """Pins of the driver the plan no longer wants: apt hosts, NVIDIA pinning packages
+    (``output``: dpkg-query of ``nvidia-driver-pinning-*``); dnf hosts, versionlock entries
+    (``output``: ``dnf versionlock list``)."""
+    plan = plan or {}
+    if plan.get("os_family") == "Debian":
+        return stale_pinning_packages(output, plan.get("pinning_packages"))
+    return stale_versionlocks(output, plan.get("versionlock"))
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -47,4 +58,5 @@ class FilterModule(object):
             "nvidia_driver_container": nvidia_driver_container,
             "nvidia_driver_apt_kernel": nvidia_driver_apt_kernel,
             "nvidia_driver_stream_switch": nvidia_driver_stream_switch,
+            "nvidia_driver_stale_pins": nvidia_driver_stale_pins,
         }

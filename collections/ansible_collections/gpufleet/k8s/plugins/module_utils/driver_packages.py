@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import fnmatch
 import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import (
@@ -42,6 +43,16 @@ PREINSTALLED_MARKERS = {
     "/etc/eks/release": "EKS accelerated AMI",
 }
 HEADER = "Managed by gpufleet (role nvidia_driver); local changes are overwritten."
+# NVIDIA's Driver Installation Guide: from branch 590 on, the Debian/Ubuntu packages of NVIDIA's
+# CUDA repository drop the branch from their names (nvidia-open, cuda-drivers, nvidia-dkms, ...)
+# and a branch or version is kept with a pinning package, nvidia-driver-pinning-<branch|version>,
+# installed before the driver.
+UNBRANCHED_FROM = 590
+PINNING_PREFIX = "nvidia-driver-pinning-"
+# Every package the role may have versionlocked on dnf hosts (both flavours, Fabric Manager):
+# an entry for one of them that the current plan does not want is stale and removed first.
+DNF_LOCKED_NAMES = ("nvidia-driver", "nvidia-driver-cuda", "kmod-nvidia-open-dkms", "kmod-nvidia-latest-dkms",
+                    "nvidia-fabric-manager")
 
 
 def distro_key(distribution, version, major):
@@ -140,6 +151,19 @@ def _debian_family(plan, distro, version, flavour, values, codename, arch):
                             "content": _apt_pin("src:nvidia-graphics-drivers-%s-server" % branch, version,
                                                 "Canonical's NVIDIA %s server driver" % branch)}
         plan["extra_packages"] = []
+    elif int(branch) >= UNBRANCHED_FROM:  # NVIDIA's CUDA repository, 590 and later: unbranched names
+        repo = "%s/%s/%s/" % (_cuda_base(values), CUDA_REPO_NAMES[distro], CUDA_REPO_ARCH.get(arch, arch))
+        names = ["nvidia-open" if flavour == "open" else "cuda-drivers"]
+        plan["repositories"] = [apt_repository(repo, ["/"], [], repo + CUDA_REPO_KEYS["Debian"], APT_KEYRING)]
+        # NVIDIA's pinning package keeps the branch (or version); the preferences file says the same
+        # for apt runs before it is installed and covers the unbranched library/kernel names.
+        plan["pinning_packages"] = [PINNING_PREFIX + (version["exact"] or branch)]
+        plan["pin_file"] = {"path": APT_PREFERENCES, "content": _apt_pin(
+            "cuda-drivers* nvidia-open* nvidia-driver nvidia-driver-cuda* nvidia-kernel-* nvidia-dkms* nvidia-utils*"
+            " libnvidia-* nvidia-compute-utils* nvidia-firmware* nvidia-modprobe nvidia-persistenced"
+            " xserver-xorg-video-nvidia* nvidia-fabricmanager*",
+            version, "NVIDIA's CUDA-repository driver")}
+        plan["extra_packages"] = []
     else:  # NVIDIA's CUDA repository (flat repository, signed)
         repo = "%s/%s/%s/" % (_cuda_base(values), CUDA_REPO_NAMES[distro], CUDA_REPO_ARCH.get(arch, arch))
         names = ["nvidia-open-%s" % branch if flavour == "open" else "cuda-drivers-%s" % branch]
@@ -158,6 +182,7 @@ def _debian_family(plan, distro, version, flavour, values, codename, arch):
     plan["packages"] = ["%s=%s" % (name, glob) for name in names]
     plan["hold"] = names if version["exact"] else []
     plan["package_names"] = names
+    plan.setdefault("pinning_packages", [])
 
 
 def _redhat_family(plan, distro, version, flavour, values, arch):
@@ -206,7 +231,8 @@ def _fabric_manager(plan, gpu, version, values, distro):
     blackwell = "blackwell" in (gpu.get("architectures") or [])
     glob = _version_glob(version)
     if plan["os_family"] == "Debian":
-        names = ["nvidia-fabricmanager-%s" % version["branch"]]
+        unbranched = plan.get("pinning_packages") and int(version["branch"]) >= UNBRANCHED_FROM
+        names = ["nvidia-fabricmanager" if unbranched else "nvidia-fabricmanager-%s" % version["branch"]]
         specs = ["%s=%s" % (n, glob) for n in names]
     else:
         names = ["nvidia-fabric-manager"]
@@ -291,6 +317,7 @@ def driver_plan(inputs):
         plan["versionlock"] = []
     else:
         _redhat_family(plan, distro, version, flavour, values, inputs.get("architecture"))
+        plan["pinning_packages"] = []
 
     # A driver the platform put there (or one installed outside the package manager)
     markers = [m for m in (inputs.get("markers") or []) if m in PREINSTALLED_MARKERS]
@@ -409,6 +436,44 @@ def apt_kernel_plan(dpkg_lines, kernel, hold):
                    | set(headers[1:]))
     # Holds are never released here: a hold the user set on a metapackage is theirs.
     return {"headers": headers, "hold": metas if hold else [], "metapackages": metas}
+
+
+def stale_pinning_packages(dpkg_lines, wanted):
+    """NVIDIA pinning packages installed on an apt host that the plan no longer wants (a branch or
+    version change): removed before the driver moves, else the old pin keeps it where it was.
+
+    ``dpkg_lines``: ``dpkg-query -W -f '${binary:Package} ${db:Status-Abbrev}\\n' 'nvidia-driver-pinning-*'``
+    output; ``wanted``: the plan's ``pinning_packages``."""
+    stale = []
+    for line in (dpkg_lines or "").splitlines():
+        fields = line.split()
+        if len(fields) != 2 or fields[1][1:2] != "i":
+            continue
+        name = fields[0].split(":", 1)[0]
+        if name.startswith(PINNING_PREFIX) and name not in (wanted or []) and name not in stale:
+            stale.append(name)
+    return stale
+
+
+def stale_versionlocks(locklist, wanted):
+    """Entries of the dnf versionlock list that lock one of the role's driver packages
+    (``DNF_LOCKED_NAMES``) but match none of the plan's ``versionlock`` specs: an old exact
+    version, another branch or the other flavour. They are deleted before installing, else the
+    old lock hides the version asked for (or keeps an exact version after moving to a branch).
+
+    ``locklist``: ``dnf versionlock list`` output (entries such as
+    ``nvidia-driver-3:580.95.05-1.el9.*``; excluded ``!`` entries are the user's and kept)."""
+    stale = []
+    for entry in (locklist or "").split():
+        match = re.match(r"^(?P<name>[A-Za-z0-9_.+-]+?)-(?P<epoch>[0-9]+):(?P<rest>.+)$", entry)
+        if not match or match.group("name") not in DNF_LOCKED_NAMES:
+            continue
+        if any(fnmatch.fnmatchcase(entry, spec) or fnmatch.fnmatchcase(entry, spec + ".*")
+               for spec in (wanted or [])):
+            continue
+        if entry not in stale:
+            stale.append(entry)
+    return stale
 
 
 def enabled_module_stream(output, name="nvidia-driver"):

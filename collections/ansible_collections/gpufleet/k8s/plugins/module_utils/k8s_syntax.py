@@ -79,7 +79,7 @@ BOOL_VARS_CHECKED_ELSEWHERE = (
     "nvidia_driver_blacklist_nouveau", "nvidia_driver_hold_kernel", "nvidia_driver_persistence",
     "nvidia_driver_replace_preinstalled")
 # Pool fields that are booleans: inside a pool there is no command-line form, so only true/false.
-POOL_BOOL_FIELDS = ("compute_class",)
+POOL_BOOL_FIELDS = ("compute_class", "do_not_disrupt")
 SHARING_BOOL_FIELDS = ("rename_by_default", "fail_requests_greater_than_one")
 
 ZERO_DURATION = re.compile(r"^(0+(s|m|h))+$")

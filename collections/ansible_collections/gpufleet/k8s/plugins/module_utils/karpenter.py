@@ -72,10 +72,27 @@ def nodepool(pool):
         "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": pool["consolidate_after"]},
         "limits": limits,
     }
+    if pool.get("disruption_budgets"):
+        spec["disruption"]["budgets"] = nodepool_budgets(pool["disruption_budgets"])
     if pool.get("weight") is not None:
         spec["weight"] = pool["weight"]
     return {"apiVersion": NODEPOOL_API, "kind": "NodePool",
             "metadata": {"name": pool["name"], "labels": dict(MANAGED_BY)}, "spec": spec}
+
+
+def nodepool_budgets(budgets):
+    """The pool's ``disruption_budgets`` as NodePool ``spec.disruption.budgets`` (validated in
+    pools_check): ``nodes`` ("N" or "N%"), optional ``schedule`` + ``duration``, ``reasons``."""
+    out = []
+    for budget in budgets:
+        item = {"nodes": budget["nodes"]}
+        for key in ("schedule", "duration"):
+            if budget.get(key) is not None:
+                item[key] = budget[key]
+        if budget.get("reasons"):
+            item["reasons"] = list(budget["reasons"])
+        out.append(item)
+    return out
 
 
 def default_ami_terms(settings):

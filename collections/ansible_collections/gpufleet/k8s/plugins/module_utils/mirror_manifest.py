@@ -53,7 +53,7 @@ TOOLKIT_KEY = "https://nvidia.github.io/libnvidia-container/gpgkey"
 # Defaults of the node roles (their defaults/ are not visible on the controller before they run);
 # mirror.yml passes the roles' real defaults, these are the fallback for the unit tests.
 NODE_DEFAULTS = {
-    "nvidia_container_toolkit_version": "1.17.8-1",
+    "nvidia_container_toolkit_version": "1.18.1-1",
     "nvidia_container_toolkit_packages": ["nvidia-container-toolkit", "nvidia-container-toolkit-base",
                                           "libnvidia-container-tools", "libnvidia-container1"],
     "nvidia_container_toolkit_repo_manage": True,

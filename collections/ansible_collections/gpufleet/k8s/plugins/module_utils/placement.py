@@ -4,7 +4,9 @@
 """Pod placement for a GPU pool: the resource to ask for, where to land, which taints to tolerate.
 
 ``placement(pool, platform)`` returns a fragment ``{resources, affinity | nodeSelector,
-tolerations}``: ``resources`` belongs in the container, the rest in the pod spec. GPUs are
+tolerations[, annotations]}``: ``resources`` belongs in the container, ``annotations`` in the pod's
+metadata (``karpenter.sh/do-not-disrupt: "true"`` for EKS pools with ``do_not_disrupt``), the rest
+in the pod spec. GPUs are
 requested as limits only (extended resources need no request). Node labels per platform:
 GKE ``cloud.google.com/machine-family``, ``cloud.google.com/gke-accelerator``,
 ``cloud.google.com/gke-spot`` (spot nodes carry the taint ``cloud.google.com/gke-spot=true:
@@ -27,6 +29,7 @@ SHARED_RESOURCE = "nvidia.com/gpu.shared"
 GKE_SPOT_TOLERATION = {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true",
                        "effect": "NoSchedule"}
 COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 
 
 def resource_name(pool, platform=None):
@@ -121,6 +124,9 @@ def placement(pool, platform, gpus=None, runtime_class=None):
         out["tolerations"] = tolerations
     if runtime_class:
         out["runtimeClassName"] = runtime_class
+    if pool.get("do_not_disrupt") is True and platform == "eks":
+        # Karpenter does not voluntarily disrupt (consolidate, drift) a node running such a pod
+        out["annotations"] = {DO_NOT_DISRUPT: "true"}
     return out
 
 
@@ -144,8 +150,15 @@ def example_job(pool, platform, image, namespace, runtime_class=None):
         "metadata": {"name": "gpu-example-%s" % pool["name"], "namespace": namespace,
                      "labels": {"app.kubernetes.io/managed-by": "gpufleet", POOL_LABEL: pool["name"]}},
         "spec": {"backoffLimit": 0, "ttlSecondsAfterFinished": 3600,
-                 "template": {"metadata": {"labels": {POOL_LABEL: pool["name"]}}, "spec": pod_spec}},
+                 "template": {"metadata": _pod_metadata(pool, frag), "spec": pod_spec}},
     }
+
+
+def _pod_metadata(pool, frag):
+    meta = {"labels": {POOL_LABEL: pool["name"]}}
+    if frag.get("annotations"):
+        meta["annotations"] = dict(frag["annotations"])
+    return meta
 
 
 def example_jobs(pools, platform, image, namespace, runtime_class=None):

@@ -79,6 +79,13 @@ EKS_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]+$")
 GKE_REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
 K8S_MINOR = re.compile(r"^1\.[0-9]{2}$")
 POOL_KEYS = tuple(sorted(set(POOL_DEFAULTS) | {"name", "gpu_type", "taints"}))
+# Karpenter v1 NodePool spec.disruption.budgets[] (patterns as in the karpenter.sh_nodepools CRD)
+BUDGET_KEYS = ("nodes", "schedule", "duration", "reasons")
+BUDGET_REASONS = ("Underutilized", "Empty", "Drifted")
+BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
+BUDGET_SCHEDULE = re.compile(r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|\S+\s+\S+\s+\S+\s+\S+\s+\S+)$")
+BUDGET_DURATION = re.compile(r"^(([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?$")
+BUDGETS_MAX = 50
 
 
 def resolve_settings(values):
@@ -218,6 +225,7 @@ def _check_pool(var, pool, platform, region, problems):
     expire = pool.get("expire_after")
     if not isinstance(expire, str) or not DURATION.match(expire):
         problems.error(var + ".expire_after", "%r is not a duration; use e.g. 720h or Never" % (expire,))
+    _check_disruption(var, pool, platform, problems)
     cc = pool.get("compute_class")
     if not isinstance(cc, bool):
         problems.error(var + ".compute_class", "%r is not allowed; use one of: true, false" % (cc,))
@@ -247,6 +255,57 @@ def _check_pool(var, pool, platform, region, problems):
             any(t.get("key") != "nvidia.com/gpu" for t in pool["taints"] if isinstance(t, dict)):
         problems.warn(var + ".taints", "GKE puts its own nvidia.com/gpu taint on GPU nodes it creates; other "
                       "taints of the pool are not applied there (pods still get tolerations for them)")
+
+
+def _check_budget(var, budget, problems):
+    if not isinstance(budget, dict):
+        problems.error(var, "%r is not a budget; use a mapping with nodes and optionally schedule, duration, "
+                       "reasons" % (budget,))
+        return
+    unknown = sorted(set(budget) - set(BUDGET_KEYS))
+    if unknown:
+        problems.error(var, "unknown key(s) %s; use %s" % (", ".join(unknown), one_of(BUDGET_KEYS)))
+    nodes = budget.get("nodes")
+    if not isinstance(nodes, str) or not BUDGET_NODES.match(nodes):
+        problems.error(var + ".nodes", "%r is not allowed; use a quoted node count or percentage such as \"1\", "
+                       "\"0\" or \"10%%\"" % (nodes,))
+    schedule, duration = budget.get("schedule"), budget.get("duration")
+    if (schedule is None) != (duration is None):
+        problems.error(var + "." + ("duration" if duration is None else "schedule"), "schedule and duration go "
+                       "together; use both (e.g. schedule: \"0 9 * * mon-fri\", duration: 8h) or neither")
+    if schedule is not None and (not isinstance(schedule, str) or not BUDGET_SCHEDULE.match(schedule)):
+        problems.error(var + ".schedule", "%r is not a cron schedule; use five fields such as \"0 9 * * mon-fri\" "
+                       "or one of: @yearly, @monthly, @weekly, @daily, @hourly" % (schedule,))
+    if duration is not None and (not isinstance(duration, str) or not BUDGET_DURATION.match(duration)):
+        problems.error(var + ".duration", "%r is not allowed; use hours and/or minutes such as 8h, 30m or 1h30m"
+                       % (duration,))
+    reasons = budget.get("reasons")
+    if reasons is not None:
+        if not isinstance(reasons, list) or not reasons or \
+                [r for r in reasons if r not in BUDGET_REASONS] or len(set(map(str, reasons))) != len(reasons):
+            problems.error(var + ".reasons", "%r is not allowed; use a list of distinct values from %s (or leave it "
+                           "out: the budget then covers every reason)" % (reasons, one_of(BUDGET_REASONS)))
+
+
+def _check_disruption(var, pool, platform, problems):
+    """``disruption_budgets`` and ``do_not_disrupt``: Karpenter's, so EKS only."""
+    budgets = pool.get("disruption_budgets")
+    if not isinstance(budgets, list):
+        problems.error(var + ".disruption_budgets", "%r is not allowed; use a list of budgets (nodes, optional "
+                       "schedule + duration, reasons) or []" % (budgets,))
+    elif budgets and platform != "eks":
+        problems.error(var + ".disruption_budgets", "is a Karpenter NodePool setting, only used on eks; use one "
+                       "of: [] (platform %s)" % platform)
+    else:
+        if len(budgets) > BUDGETS_MAX:
+            problems.error(var + ".disruption_budgets", "%d budgets; use at most %d (Karpenter's limit)"
+                           % (len(budgets), BUDGETS_MAX))
+        for index, budget in enumerate(budgets):
+            _check_budget("%s.disruption_budgets[%d]" % (var, index), budget, problems)
+    dnd = pool.get("do_not_disrupt")
+    if dnd is True and platform != "eks":
+        problems.error(var + ".do_not_disrupt", "true sets Karpenter's karpenter.sh/do-not-disrupt pod annotation, "
+                       "only used on eks; use one of: false (platform %s)" % platform)
 
 
 def _check_settings(platform, settings, problems):

@@ -55,6 +55,10 @@ POOL_DEFAULTS = {
     "expire_after": "720h",
     "compute_class": False,
     "ami_selector_terms": None,
+    # Karpenter v1 disruption (issue 14 item 5): NodePool spec.disruption.budgets, and the
+    # karpenter.sh/do-not-disrupt pod annotation through the placement fragment
+    "disruption_budgets": [],
+    "do_not_disrupt": False,
 }
 
 
