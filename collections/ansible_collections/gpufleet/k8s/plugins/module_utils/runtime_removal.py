@@ -46,7 +46,20 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_con
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 
 RECORD_PATH = "/var/lib/gpufleet/runtime-config-originals.json"
+# The node stage's install/uninstall switches (preflight refuses anything else).
+STATE_VARS = ("gpufleet_node_state", "nvidia_container_toolkit_state", "nvidia_driver_package_state",
+              "gpu_node_prep_state")
+STATES = ("present", "absent")
 MANAGED_MARK = b"Managed by gpufleet"
+
+
+def check(params, plan, problems):
+    """Preflight: the node stage's state switches are present or absent."""
+    extra = params.get("extra") or {}
+    for name in STATE_VARS:
+        if name in extra and extra[name] not in STATES:
+            problems.error(name, "%r is not a state; use one of: %s (absent removes what gpufleet installed on "
+                                 "the GPU hosts)" % (extra[name], ", ".join(STATES)))
 
 
 def sha256(data):
