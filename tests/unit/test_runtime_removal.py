@@ -32,7 +32,7 @@ NO_RUNC = b"version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_imag
 
 def paths(tmp_path):
     return dict(root=str(tmp_path / "config.toml"), dropin=str(tmp_path / "conf.d" / "99-nvidia.toml"),
-                record=str(tmp_path / "state" / "originals.json"))
+                record=str(tmp_path / "state" / "originals.json"), backups=str(tmp_path / "state" / "backups"))
 
 
 def install(tmp_path, mode="drop-in", set_as_default=True, enable_cdi=False, binary="/nonexistent"):
@@ -56,7 +56,7 @@ def remove(tmp_path, binary=None):
     result = rr.plan("containerd", p["record"], config_path=p["root"], dropin_path=p["dropin"])
     if result["files"] and binary:
         result["validated"] = rr.validate_removal(binary, result["root"], result["files"])
-    rr.apply(result["files"], result["record"])
+    result["rollback"] = rr.apply(result["files"], result["record"], p["backups"])
     return result
 
 
@@ -87,6 +87,9 @@ def test_untouched_file_gets_its_original_back_byte_for_byte(tmp_path, original,
         assert read(p["root"]) == original
         assert os.stat(p["root"]).st_mode & 0o777 == 0o640
     assert not os.path.exists(p["dropin"])
+    assert not os.path.exists(os.path.dirname(p["dropin"]))  # conf.d: gpufleet created it, empty now
+    # the rollback list points at backups of what was there before the removal
+    assert all(read(r["backup"]) for r in result["rollback"]) and result["rollback"]
     # a second removal changes nothing
     assert rr.plan("containerd", p["record"], config_path=p["root"], dropin_path=p["dropin"])["files"] == {}
 
@@ -227,5 +230,8 @@ def test_leftover_backups_are_listed(tmp_path):
     install(tmp_path, "in-place")
     install(tmp_path, "in-place", set_as_default=False)  # a second write: the backup exists now
     record = rr.load_record(p["record"])
-    assert rr.leftover_backups(record, "containerd", config_path=p["root"], dropin_path=p["dropin"]) == [
+    assert rr.leftover_backups(record, "containerd", p["backups"], config_path=p["root"], dropin_path=p["dropin"]) == [
         p["root"] + ".gpufleet-backup"]
+    remove(tmp_path)
+    assert rr.leftover_backups(record, "containerd", p["backups"], config_path=p["root"], dropin_path=p["dropin"]) == [
+        p["root"] + ".gpufleet-backup", p["backups"]]

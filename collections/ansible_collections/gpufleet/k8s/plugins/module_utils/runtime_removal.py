@@ -101,7 +101,18 @@ def entry_original(entry):
     return base64.b64decode(entry["original"])
 
 
-def record_writes(record, files, read=read_bytes, stat=os.stat):
+def missing_dirs(path, exists=os.path.exists):
+    """The parent directories of ``path`` that do not exist yet, deepest first (the write creates
+    them; removal takes them away again when they are empty)."""
+    out = []
+    directory = os.path.dirname(path)
+    while directory and directory != os.path.dirname(directory) and not exists(directory):
+        out.append(directory)
+        directory = os.path.dirname(directory)
+    return out
+
+
+def record_writes(record, files, read=read_bytes, stat=os.stat, exists=os.path.exists):
     """Add to ``record`` (mutated) the originals of ``files`` ({path: (old text, new text)}, as
     planned by containerd_config before anything is written) that it does not know yet.
     Returns the paths newly recorded. The originals are read as bytes, not from ``old``: text
@@ -113,6 +124,8 @@ def record_writes(record, files, read=read_bytes, stat=os.stat):
         original = read(path)
         entry = {"original": None if original is None else base64.b64encode(original).decode("ascii"),
                  "mode": None if original is None else stat(path).st_mode & 0o7777, "written": None}
+        if original is None:
+            entry["dirs"] = missing_dirs(path, exists)
         record["files"][path] = entry
         added.append(path)
     return added
@@ -360,17 +373,29 @@ def write_bytes(path, data, mode):
         raise
 
 
-def apply(files, record):
+def backup_dir_for(record_path):
+    """Where removal keeps its backups: beside the record, not beside the files, so that a
+    directory gpufleet created can go once its last file went."""
+    return os.path.join(os.path.dirname(record_path), "runtime-removal-backups")
+
+
+def apply(files, record, backup_dir):
     """Write ``files`` ({path: (current, new or None)}), each existing file first copied to its
-    ``.gpufleet-backup``. Returns the rollback list ({path, backup, existed}) like the apply path."""
+    backup in ``backup_dir``; a removed file's directories that gpufleet created go when empty.
+    Returns the rollback list ({path, backup, existed}) like the apply path."""
     rollback = []
     for path in sorted(files):
         _current, new = files[path]
-        backup = cc.backup_path(path)
+        if not os.path.isdir(backup_dir):
+            os.makedirs(backup_dir, 0o700)
+        backup = os.path.join(backup_dir, path.strip("/").replace("/", "__"))
         mode = os.stat(path).st_mode & 0o7777
         shutil.copy2(path, backup)
         if new is None:
             os.unlink(path)
+            for directory in (record["files"].get(path) or {}).get("dirs") or []:
+                if os.path.isdir(directory) and not os.listdir(directory):
+                    os.rmdir(directory)
         else:
             entry = record["files"].get(path) or {}
             write_bytes(path, new, entry.get("mode") or mode if new == entry_original(entry) else mode)
@@ -378,10 +403,11 @@ def apply(files, record):
     return rollback
 
 
-def leftover_backups(record, preset_name, exists=os.path.exists, config_path=None, dropin_path=None):
-    """The ``.gpufleet-backup`` copies gpufleet left beside the runtime's files (to remove once
-    the runtime runs without the nvidia runtime)."""
+def leftover_backups(record, preset_name, backup_dir, exists=os.path.exists, config_path=None, dropin_path=None):
+    """The ``.gpufleet-backup`` copies the apply path left beside the runtime's files, and the
+    removal's own backup directory (to remove once the runtime runs without the nvidia runtime)."""
     preset = cc.resolve_preset(preset_name)
     paths = set(record["files"]) | set(p for p in (config_path or preset["config"], dropin_path or preset["dropin"],
                                                    preset.get("distro_config")) if p)
-    return sorted(cc.backup_path(p) for p in paths if exists(cc.backup_path(p)))
+    out = sorted(cc.backup_path(p) for p in paths if exists(cc.backup_path(p)))
+    return out + ([backup_dir] if exists(backup_dir) else [])

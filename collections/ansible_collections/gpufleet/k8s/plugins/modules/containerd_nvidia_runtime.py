@@ -106,9 +106,10 @@ options:
         bytes (or that it did not exist) in I(originals_path).
       - C(absent) takes the runtime out again (module_utils/runtime_removal.py) - a file that still
         holds only what gpufleet wrote gets its original back byte for byte (or is removed when
-        gpufleet created it); a file edited since loses only gpufleet's keys. Each changed file is
-        first copied to C(<file>.gpufleet-backup) (returned in I(rollback)), and a containerd root
-        config is validated with C(containerd config dump) before anything is replaced.
+        gpufleet created it, with the directories it created when they are empty); a file edited
+        since loses only gpufleet's keys. Each changed file is first copied to
+        C(runtime-removal-backups/) beside I(originals_path) (returned in I(rollback)), and a
+        containerd root config is validated with C(containerd config dump) before anything is replaced.
     type: str
     default: present
     choices: [present, absent]
@@ -186,7 +187,7 @@ socket:
   returned: always
   type: str
 backups:
-  description: State C(absent) - the C(.gpufleet-backup) copies beside the runtime's files, to remove once the runtime runs on the restored configuration.
+  description: State C(absent) - the C(.gpufleet-backup) copies beside the runtime's files and the removal's backup directory, to remove once the runtime runs on the restored configuration.
   returned: always
   type: list
   elements: str
@@ -236,9 +237,10 @@ def remove(module):
         if files and result["root"] and binary and os.path.exists(binary):
             validated = rr.validate_removal(binary, result["root"], files, p["runtime_name"])
         rollback = []
+        backup_dir = rr.backup_dir_for(p["originals_path"])
         if files and not module.check_mode:
-            rollback = rr.apply(files, result["record"])
-        backups = rr.leftover_backups(result["record"], p["preset"], config_path=p["config_path"],
+            rollback = rr.apply(files, result["record"], backup_dir)
+        backups = rr.leftover_backups(result["record"], p["preset"], backup_dir, config_path=p["config_path"],
                                       dropin_path=p["dropin_path"])
     except (GpufleetError, OSError) as exc:
         module.fail_json(msg="containerd_nvidia_runtime (%s, state absent): %s" % (p["preset"], exc))
