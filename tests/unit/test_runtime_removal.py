@@ -235,3 +235,20 @@ def test_leftover_backups_are_listed(tmp_path):
     remove(tmp_path)
     assert rr.leftover_backups(record, "containerd", p["backups"], config_path=p["root"], dropin_path=p["dropin"]) == [
         p["root"] + ".gpufleet-backup", p["backups"]]
+
+
+@pytest.mark.parametrize("var,value,expected", [
+    ("gpufleet_node_state", "removed", "gpufleet_node_state: 'removed' is not a state; use one of: present, absent"),
+    ("nvidia_container_toolkit_state", "purged", "nvidia_container_toolkit_state: 'purged' is not a state"),
+    ("nvidia_driver_package_state", "latest", "nvidia_driver_package_state: 'latest' is not a state"),
+    ("gpu_node_prep_state", False, "gpu_node_prep_state: False is not a state"),
+    ("gpu_node_prep_remove_nouveau_blacklist", "sometimes",
+     "gpu_node_prep_remove_nouveau_blacklist: 'sometimes' is not a boolean; use one of: true, false"),
+])
+def test_preflight_refuses_bad_state_values(var, value, expected):
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
+    base = dict(platform="kubeadm", cluster_name="c1", addons_mode="standalone", apply=False, inventory={},
+                pools=[{"name": "p", "gpu_type": "l4", "node_group": "gpu_pool_p"}])
+    assert run_preflight(dict(base, extra={var: "absent" if "state" in var else True}))[0] == []
+    errors = run_preflight(dict(base, extra={var: value}))[0]
+    assert any(e.startswith(expected) for e in errors), errors

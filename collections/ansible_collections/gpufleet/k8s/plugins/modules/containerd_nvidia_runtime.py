@@ -113,12 +113,10 @@ options:
     type: str
     default: present
     choices: [present, absent]
-    version_added: "0.2.0"
   originals_path:
     description: Where the originals of the files gpufleet changed are recorded (JSON).
     type: path
     default: /var/lib/gpufleet/runtime-config-originals.json
-    version_added: "0.2.0"
 attributes:
   check_mode:
     support: full
