@@ -69,6 +69,7 @@ BOOL_VARS = (
     "nvidia_container_toolkit_set_as_default", "nvidia_device_plugin_gfd_enabled", "nvidia_device_plugin_nfd_enabled",
     "nvidia_driver_blacklist_nouveau", "nvidia_driver_hold_kernel", "nvidia_driver_persistence",
     "nvidia_driver_prepare_node", "nvidia_driver_replace_preinstalled",
+    "gpu_node_prep_remove_nouveau_blacklist",
 )
 # What Ansible reads as a boolean (argument specs, the bool filter the roles read these through).
 BOOL_WORDS = ("true", "false", "yes", "no", "on", "off", "y", "n", "t", "f", "1", "0")

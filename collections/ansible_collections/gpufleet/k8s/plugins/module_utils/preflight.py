@@ -24,6 +24,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_monitoring
 from ansible_collections.gpufleet.k8s.plugins.module_utils import awx_survey
 from ansible_collections.gpufleet.k8s.plugins.module_utils import k8s_syntax
 from ansible_collections.gpufleet.k8s.plugins.module_utils import output_tree
+from ansible_collections.gpufleet.k8s.plugins.module_utils import runtime_removal
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
@@ -39,6 +40,7 @@ CHECKS.append(gpu_monitoring.check)
 CHECKS.append(awx_survey.check)
 CHECKS.append(k8s_syntax.check)
 CHECKS.append(output_tree.check)
+CHECKS.append(runtime_removal.check)
 
 
 def run_preflight(params):

@@ -100,6 +100,23 @@ options:
     description: Copy each existing file to C(<file>.gpufleet-backup) before replacing it.
     type: bool
     default: true
+  state:
+    description:
+      - C(present) adds the runtime. The first time it changes a file it records the file's original
+        bytes (or that it did not exist) in I(originals_path).
+      - C(absent) takes the runtime out again (module_utils/runtime_removal.py) - a file that still
+        holds only what gpufleet wrote gets its original back byte for byte (or is removed when
+        gpufleet created it, with the directories it created when they are empty); a file edited
+        since loses only gpufleet's keys. Each changed file is first copied to
+        C(runtime-removal-backups/) beside I(originals_path) (returned in I(rollback)), and a
+        containerd root config is validated with C(containerd config dump) before anything is replaced.
+    type: str
+    default: present
+    choices: [present, absent]
+  originals_path:
+    description: Where the originals of the files gpufleet changed are recorded (JSON).
+    type: path
+    default: /var/lib/gpufleet/runtime-config-originals.json
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -120,6 +137,11 @@ EXAMPLES = r"""
   gpufleet.k8s.containerd_nvidia_runtime:
     preset: rke2
     set_as_default: true
+
+- name: Take the nvidia runtime out again, restoring the user's containerd config
+  gpufleet.k8s.containerd_nvidia_runtime:
+    preset: containerd
+    state: absent
 
 - name: CRI-O drop-in with CDI
   gpufleet.k8s.containerd_nvidia_runtime:
@@ -164,6 +186,11 @@ socket:
   description: The runtime's socket for the preset.
   returned: always
   type: str
+backups:
+  description: State C(absent) - the C(.gpufleet-backup) copies beside the runtime's files and the removal's backup directory, to remove once the runtime runs on the restored configuration.
+  returned: always
+  type: list
+  elements: str
 service:
   description: >-
     The systemd service that runs the runtime on this host: the preset's server or agent unit
@@ -172,11 +199,14 @@ service:
   type: str
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_plan as cplan
 from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_presets as presets
 from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_validate as cvalidate
+from ansible_collections.gpufleet.k8s.plugins.module_utils import runtime_removal as rr
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.files import change_diffs
 
@@ -194,12 +224,46 @@ def argspec():
         config_version=dict(type="int", choices=list(presets.CONFIG_VERSIONS)),
         containerd_binary=dict(type="path", default="/usr/bin/containerd"),
         backup=dict(type="bool", default=True),
+        state=dict(type="str", default="present", choices=["present", "absent"]),
+        originals_path=dict(type="path", default=rr.RECORD_PATH),
     )
+
+
+def remove(module):
+    """State absent: the plan, validation and writes live in module_utils/runtime_removal.py."""
+    p = module.params
+    try:
+        result = rr.plan(p["preset"], p["originals_path"], p["runtime_name"], p["config_path"], p["dropin_path"])
+        files = result["files"]
+        validated = False
+        binary = p["containerd_binary"]
+        if files and result["root"] and binary and os.path.exists(binary):
+            validated = rr.validate_removal(binary, result["root"], files, p["runtime_name"])
+        rollback = []
+        backup_dir = rr.backup_dir_for(p["originals_path"])
+        if files and not module.check_mode:
+            rollback = rr.apply(files, result["record"], backup_dir)
+        backups = rr.leftover_backups(result["record"], p["preset"], backup_dir, config_path=p["config_path"],
+                                      dropin_path=p["dropin_path"])
+    except (GpufleetError, OSError) as exc:
+        module.fail_json(msg="containerd_nvidia_runtime (%s, state absent): %s" % (p["preset"], exc))
+    for note in result["notes"]:
+        module.warn(note)
+    out = dict(changed=bool(files), files=sorted(files), rollback=rollback, validated=validated, version=None,
+               cri_path=[], actions=result["actions"], created_from=None, socket=presets.resolve_preset(p["preset"])["socket"],
+               service=presets.resolve_service(p["preset"]), backups=backups)
+    if module._diff:
+        out["diff"] = [dict(before=(old or b"").decode("utf-8", "replace"), after=(new or b"").decode("utf-8", "replace"),
+                            before_header=path, after_header=path if new is not None else "(absent)")
+                       for path, (old, new) in sorted(files.items())]
+    module.exit_json(**out)
 
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
     p = module.params
+    if p["state"] == "absent":
+        remove(module)
     try:
         result = cplan.plan(p["preset"], p["mode"], p["config_path"], p["dropin_path"], p["runtime_name"],
                          p["runtime_binary"], p["set_as_default"], p["enable_cdi"], p["config_version"],
@@ -218,13 +282,19 @@ def main():
                                       if result["preset"] != "containerd" else "binary not found"))
         rollback = []
         if files and not module.check_mode:
+            # The originals first, so that state absent can give them back byte for byte.
+            record = rr.load_record(p["originals_path"])
+            if rr.record_writes(record, files):
+                rr.save_record(p["originals_path"], record)
             rollback = cplan.write_files(files, backup=p["backup"])
+            rr.record_written(record, files)
+            rr.save_record(p["originals_path"], record)
     except (GpufleetError, OSError) as exc:
         module.fail_json(msg="containerd_nvidia_runtime (%s): %s" % (p["preset"], exc))
     out = dict(changed=bool(files), files=sorted(files), rollback=rollback, validated=validated,
                version=result["version"], cri_path=result["cri_path"], actions=result["actions"],
                created_from=result["created_from"], socket=result["socket"],
-               service=presets.resolve_service(result["preset"]))
+               service=presets.resolve_service(result["preset"]), backups=[])
     for note in result["notes"]:
         module.warn(note)
     if module._diff:
