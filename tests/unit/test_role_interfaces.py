@@ -31,6 +31,8 @@ def test_role_has_argument_specs_matching_defaults(role):
             role, var, options[var]["default"], value)
         assert not options[var].get("required"), "%s: %s is required yet has a default" % (role, var)
     for var, option in options.items():
+        if "default" in option:
+            assert var in defaults, "%s: %s has a default in the spec but not in defaults/main.yml" % (role, var)
         assert option.get("description"), "%s: %s has no description" % (role, var)
         assert "type" in option, "%s: %s has no type" % (role, var)
 

@@ -32,18 +32,11 @@ import copy
 import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
+from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems
 from ansible_collections.gpufleet.k8s.plugins.module_utils.node_prep import DEFAULT_PACKAGES as NODE_PREP_PACKAGES
 from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import (
     CHARTS, IMAGES, OLM_PACKAGES, OPERATOR_REPOSITORIES, REGISTRY_PREFIX, images as image_table, with_prefix)
-
-MIRROR_DEFAULTS = {
-    "gpufleet_mirror_registry": "",
-    "gpufleet_mirror_package_url": "",
-    "gpufleet_mirror_debian_url": "",
-    "gpufleet_mirror_debian_security_url": "",
-    "gpufleet_mirror_chart_path": "",
-}
 
 # Registries and download hosts gpufleet reaches upstream; only references to these are rewritten,
 # so an image or URL the user already points elsewhere stays as given.
@@ -82,32 +75,13 @@ TOOLKIT_REPO = {
     "RedHat": "https://nvidia.github.io/libnvidia-container/stable/rpm/x86_64",
 }
 TOOLKIT_KEY = "https://nvidia.github.io/libnvidia-container/gpgkey"
-# Defaults of the node roles (their defaults/ are not visible on the controller before they run);
-# mirror.yml passes the roles' real defaults, these are the fallback for the unit tests.
-NODE_DEFAULTS = {
-    "nvidia_container_toolkit_version": "1.17.8-1",
-    "nvidia_container_toolkit_packages": ["nvidia-container-toolkit", "nvidia-container-toolkit-base",
-                                          "libnvidia-container-tools", "libnvidia-container1"],
-    "nvidia_container_toolkit_repo_manage": True,
-    "nvidia_container_toolkit_repo_url": "",
-    "nvidia_container_toolkit_repo_key_url": TOOLKIT_KEY,
-    "gpu_node_prep_packages": [],
-    "gpu_node_prep_extra_packages": [],
-    # the gpu_node_prep role's own list (module_utils/node_prep.py)
-    "gpu_node_prep_default_packages": list(NODE_PREP_PACKAGES["Debian"]),
-    "gpu_pools_examples": True,
-    "gpu_pools_example_image": "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
-    "gpu_validate_smoke_image": "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
-    "gpu_validate_probe_image": "docker.io/curlimages/curl:8.11.1",
-    "gpu_validate_metrics": True,
-}
 CLOUD_PLATFORMS = ("eks", "gke", "gke-autopilot")
 
 
 def settings(extra):
     """The mirror inputs with defaults (non-strings kept so that ``check`` can report them)."""
-    out = dict(MIRROR_DEFAULTS)
-    for key in MIRROR_DEFAULTS:
+    out = role_specs.mirror_defaults()
+    for key in list(out):
         value = (extra or {}).get(key)
         if value is not None:
             out[key] = value
@@ -245,7 +219,9 @@ def check(params, plan, problems):
 
 
 def node_values(values):
-    out = copy.deepcopy(NODE_DEFAULTS)
+    # Defaults of the node roles (their defaults/ are not visible on the controller before they run).
+    out = role_specs.node_defaults()
+    out["gpu_node_prep_default_packages"] = list(NODE_PREP_PACKAGES["Debian"])  # the role's own list
     out.update({k: copy.deepcopy(v) for k, v in (values or {}).items() if v is not None})
     return out
 
