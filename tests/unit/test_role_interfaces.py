@@ -51,3 +51,17 @@ def test_role_readmes_are_generated_from_the_specs():
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gen-role-docs.py"), "--check"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_playbooks_do_not_read_role_defaults_or_vars_files_by_path():
+    """A play that needs roles' defaults without running them asks the argument specs (lookup
+    gpufleet.k8s.inputs with defaults=true), not the files."""
+    import glob
+    import re
+    pattern = re.compile(r"roles/[^'\"\s]*/(defaults|vars)/")
+    offenders = []
+    for path in glob.glob(os.path.join(ROOT, "playbooks", "*.yml")) + [os.path.join(ROOT, "site.yml")]:
+        with open(path) as handle:
+            if pattern.search(handle.read()):
+                offenders.append(os.path.relpath(path, ROOT))
+    assert not offenders, offenders
