@@ -30,6 +30,7 @@ _COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 NOT_INPUT_ROLES = ("gpufleet_survey",)
 
 _CACHE = {}
+_DIRS = {}
 
 
 def candidate_dirs():
@@ -45,10 +46,15 @@ def candidate_dirs():
 
 
 def roles_dir():
-    """The first candidate directory that holds role argument specs."""
+    """The first candidate directory that holds role argument specs (looked up once per
+    ``$GPUFLEET_ROLES_DIR`` value)."""
+    key = os.environ.get(ROLES_DIR_ENV)
+    if key in _DIRS:
+        return _DIRS[key]
     for path in candidate_dirs():
         if os.path.isdir(path) and any(
                 os.path.isfile(os.path.join(path, role, "meta", "argument_specs.yml")) for role in os.listdir(path)):
+            _DIRS[key] = path
             return path
     raise GpufleetError("no roles with meta/argument_specs.yml found in %s; set %s to the roles directory"
                         % (", ".join(candidate_dirs()), ROLES_DIR_ENV))
