@@ -5,7 +5,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import DEFAULTS
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import defaults as addon_defaults
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons_preflight import addon_problems
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
 
@@ -155,7 +155,7 @@ def test_role_defaults_and_argument_specs_equal_the_module_utils_defaults(role, 
         defaults = yaml.safe_load(handle)
     with open(os.path.join(ROOT, "roles", role, "meta", "argument_specs.yml")) as handle:
         specs = yaml.safe_load(handle)["argument_specs"]["main"]["options"]
-    expected = {k: v for k, v in DEFAULTS.items() if k.startswith(prefix)}
+    expected = {k: v for k, v in addon_defaults().items() if k.startswith(prefix)}
     assert defaults == expected
     assert {k: v["default"] for k, v in specs.items()} == expected
 

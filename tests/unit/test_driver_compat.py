@@ -7,8 +7,9 @@ import datetime
 
 import pytest
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import defaults as driver_defaults
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import (
-    DEFAULTS, branch_status, parse_version, resolve_flavour, validate_driver, version_satisfies)
+    branch_status, parse_version, resolve_flavour, validate_driver, version_satisfies)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
 from frozen import TODAY
 
@@ -19,6 +20,7 @@ B200 = [{"name": "new", "gpu_type": "b200"}]
 T4 = [{"name": "t4", "gpu_type": "t4"}]
 JAN_2026 = datetime.date(2026, 1, 15)
 DEC_2026 = datetime.date(2026, 12, 1)
+DEFAULTS = driver_defaults()
 
 
 def preflight(extra=None, pools=None, platform="kubeadm", today=TODAY):

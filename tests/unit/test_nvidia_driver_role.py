@@ -3,7 +3,7 @@ import os
 
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import DEFAULTS
+from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import defaults as driver_defaults
 
 ROLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                     "roles", "nvidia_driver")
@@ -27,6 +27,6 @@ def test_every_public_variable_is_prefixed():
 
 def test_preflight_applies_the_same_defaults_as_the_role():
     defaults = load("defaults", "main.yml")
-    shared = {k: v for k, v in DEFAULTS.items() if k.startswith("nvidia_driver_")}
+    shared = {k: v for k, v in driver_defaults().items() if k.startswith("nvidia_driver_")}
     assert set(shared) <= set(defaults)
     assert {k: defaults[k] for k in shared} == shared

@@ -131,14 +131,14 @@ def test_mixed_capacity_on_self_managed_only_warns():
 def test_settings_defaults_equal_the_role_defaults():
     with open(os.path.join(ROOT, "roles", "gpu_pools", "defaults", "main.yml")) as handle:
         role = yaml.safe_load(handle)
-    assert {k[len("gpu_pools_"):]: v for k, v in role.items()} == pools_check.SETTINGS_DEFAULTS
+    assert {k[len("gpu_pools_"):]: v for k, v in role.items()} == pools_check.settings_defaults()
 
 
 def test_settings_defaults_equal_the_argument_specs():
     with open(os.path.join(ROOT, "roles", "gpu_pools", "meta", "argument_specs.yml")) as handle:
         options = yaml.safe_load(handle)["argument_specs"]["main"]["options"]
     documented = {k[len("gpu_pools_"):]: v.get("default") for k, v in options.items() if k.startswith("gpu_pools_")}
-    assert documented == pools_check.SETTINGS_DEFAULTS
+    assert documented == pools_check.settings_defaults()
 
 
 def test_resolve_settings_accepts_prefixed_and_short_names_and_ignores_others():

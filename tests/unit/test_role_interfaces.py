@@ -31,6 +31,8 @@ def test_role_has_argument_specs_matching_defaults(role):
             role, var, options[var]["default"], value)
         assert not options[var].get("required"), "%s: %s is required yet has a default" % (role, var)
     for var, option in options.items():
+        if "default" in option:
+            assert var in defaults, "%s: %s has a default in the spec but not in defaults/main.yml" % (role, var)
         assert option.get("description"), "%s: %s has no description" % (role, var)
         assert "type" in option, "%s: %s has no type" % (role, var)
 
@@ -49,3 +51,17 @@ def test_role_readmes_are_generated_from_the_specs():
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gen-role-docs.py"), "--check"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_playbooks_do_not_read_role_defaults_or_vars_files_by_path():
+    """A play that needs roles' defaults without running them asks the argument specs (lookup
+    gpufleet.k8s.inputs with defaults=true), not the files."""
+    import glob
+    import re
+    pattern = re.compile(r"roles/[^'\"\s]*/(defaults|vars)/")
+    offenders = []
+    for path in glob.glob(os.path.join(ROOT, "playbooks", "*.yml")) + [os.path.join(ROOT, "site.yml")]:
+        with open(path) as handle:
+            if pattern.search(handle.read()):
+                offenders.append(os.path.relpath(path, ROOT))
+    assert not offenders, offenders

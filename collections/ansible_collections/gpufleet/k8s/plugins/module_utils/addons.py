@@ -3,10 +3,11 @@
 # Apache License 2.0
 """Inputs shared by the add-on roles (device plugin, dcgm-exporter, GPU Operator).
 
-``DEFAULTS`` holds the default of every add-on variable: the roles' ``defaults/main.yml`` carry
-the same values (a unit test keeps them equal), and preflight, which runs before any role's
-defaults are visible, fills them in here. ``settings(plan, extra)`` resolves the ``auto`` values
-from the platform and the pools, so the roles and preflight decide the same way.
+``defaults()`` gives the default of every add-on variable, read from the roles'
+meta/argument_specs.yml (which a unit test keeps equal to their ``defaults/main.yml``); preflight,
+which runs before any role's defaults are visible, fills them in here. ``settings(plan, extra)``
+resolves the ``auto`` values from the platform and the pools, so the roles and preflight decide
+the same way.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,51 +17,21 @@ __metaclass__ = type
 import copy
 import json
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror_urls import apply_to_addons
 
-DEFAULTS = {
-    # Shared by all add-on roles.
-    "gpufleet_registry_prefix": "",
-    "gpufleet_image_overrides": {},
-    "gpufleet_image_pull_secrets": [],
-    # Standalone device plugin (+ GFD).
-    "nvidia_device_plugin_namespace": "nvidia-device-plugin",
-    "nvidia_device_plugin_state": "present",
-    "nvidia_device_plugin_enabled": "auto",
-    "nvidia_device_plugin_runtime_class": "auto",
-    "nvidia_device_plugin_gfd_enabled": True,
-    "nvidia_device_plugin_nfd_enabled": False,
-    "nvidia_device_plugin_extra_tolerations": [],
-    # dcgm-exporter.
-    "dcgm_exporter_namespace": "nvidia-dcgm-exporter",
-    "dcgm_exporter_state": "present",
-    "dcgm_exporter_enabled": "auto",
-    "dcgm_exporter_runtime_class": "auto",
-    "dcgm_exporter_service_monitor": "auto",
-    "dcgm_exporter_service_monitor_labels": {},
-    "dcgm_exporter_extra_metrics": [],
-    "dcgm_exporter_scrape_interval": "15s",
-    "dcgm_exporter_scrape_timeout": "10s",
-    # GPU Operator.
-    "gpu_operator_namespace": "auto",
-    "gpu_operator_state": "present",
-    "gpu_operator_release_name": "gpu-operator",
-    "gpu_operator_preset": "auto",
-    "gpu_operator_chart_repo_url": "",
-    "gpu_operator_chart_path": "",
-    "gpu_operator_chart_version": "",
-    "gpu_operator_host_driver": "auto",
-    "gpu_operator_host_toolkit": "auto",
-    "gpu_operator_driver_enabled": "auto",
-    "gpu_operator_toolkit_enabled": "auto",
-    "gpu_operator_driver_version": "",
-    "gpu_operator_kernel_module_type": "auto",
-    "gpu_operator_upgrade_policy": {},
-    "gpu_operator_mig_manager_enabled": "auto",
-    "gpu_operator_cdi_enabled": "auto",
-    "gpu_operator_service_monitor": "auto",
-    "gpu_operator_values_overrides": {},
-}
+# The roles whose inputs the add-ons read (their defaults come from their argument specs).
+ADDON_ROLES = ("nvidia_device_plugin", "dcgm_exporter", "gpu_operator")
+SHARED_INPUTS = ("gpufleet_registry_prefix", "gpufleet_image_overrides", "gpufleet_image_pull_secrets")
+
+
+def defaults():
+    """{variable: default} of every add-on input, from the roles' meta/argument_specs.yml."""
+    out = role_specs.defaults(*ADDON_ROLES)
+    shared = role_specs.defaults("gpufleet")
+    out.update((name, shared[name]) for name in SHARED_INPUTS)
+    return out
+
 
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 POOL_LABEL = "gpufleet.io/pool"
@@ -78,10 +49,11 @@ def inputs(extra):
 
     Boolean and ``auto|true|false`` inputs also accept the strings true/false/yes/no (what
     ``-e name=value`` on the command line gives)."""
-    out = copy.deepcopy(DEFAULTS)
+    defaults_ = defaults()
+    out = copy.deepcopy(defaults_)
     for key, value in (extra or {}).items():
-        if key in DEFAULTS and value is not None:
-            default = DEFAULTS[key]
+        if key in defaults_ and value is not None:
+            default = defaults_[key]
             if (isinstance(default, bool) or default == "auto") and isinstance(value, str) \
                     and value.lower() in BOOL_WORDS:
                 value = BOOL_WORDS[value.lower()]

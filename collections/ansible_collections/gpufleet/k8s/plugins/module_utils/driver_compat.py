@@ -16,6 +16,7 @@ __metaclass__ = type
 import datetime
 import re
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems, one_of
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import (
     ARCHITECTURES, GPU_TYPES, OPEN_REQUIRED, OPEN_UNSUPPORTED)
@@ -23,25 +24,29 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import (
 FLAVOURS = ("auto", "open", "proprietary")
 SOURCES = ("distribution", "nvidia")
 
-# Inputs with the defaults the role has (preflight does not see role defaults).
-DEFAULTS = {
-    "nvidia_driver_version": "580",
-    "nvidia_driver_flavour": "auto",
-    "nvidia_driver_source": "nvidia",
-    "nvidia_driver_cuda_version": "",
-    "nvidia_driver_node_distros": [],
-    "nvidia_driver_replace_preinstalled": False,
-    "nvidia_driver_hold_kernel": False,
-    "nvidia_driver_persistence": True,
-    "nvidia_driver_blacklist_nouveau": True,
-    "nvidia_driver_module_params": {},
-    "nvidia_driver_mok_key": "",
-    "nvidia_driver_mok_cert": "",
-    "gpufleet_allow_eol_driver": False,
-    "gpufleet_allow_reboot": False,
-}
-BOOL_VARS = ("nvidia_driver_replace_preinstalled", "nvidia_driver_hold_kernel", "nvidia_driver_persistence",
-             "nvidia_driver_blacklist_nouveau", "gpufleet_allow_eol_driver", "gpufleet_allow_reboot")
+# The driver's inputs are the nvidia_driver role's options plus these project-wide ones; their
+# defaults come from the roles' meta/argument_specs.yml (preflight does not see role defaults).
+SHARED_INPUTS = ("gpufleet_allow_eol_driver", "gpufleet_allow_reboot")
+# Booleans of the role checked by k8s_syntax instead (they accept yes/no from the command line).
+BOOLS_CHECKED_ELSEWHERE = ("nvidia_driver_prepare_node",)
+
+
+def defaults():
+    """{variable: default} of the driver inputs, from the argument specs."""
+    out = role_specs.defaults("nvidia_driver")
+    shared = role_specs.defaults("gpufleet")
+    out.update((name, shared[name]) for name in SHARED_INPUTS)
+    return out
+
+
+def bool_vars():
+    """The driver inputs that must be true or false: declared ``type: bool``, or ``type: raw`` with a
+    boolean default (preflight checks those itself)."""
+    kinds = role_specs.types("nvidia_driver", "gpufleet")
+    return tuple(sorted(name for name, default in defaults().items()
+                        if name not in BOOLS_CHECKED_ELSEWHERE
+                        and (kinds.get(name) == "bool" or (kinds.get(name) == "raw" and isinstance(default, bool)))))
+
 
 BRANCH_RE = re.compile(r"^([1-9][0-9]{2})$")
 # 580.95.05, 535.261.03, 570.26 (two-part versions exist, e.g. 570.26 for CUDA 12.8 GA)
@@ -168,7 +173,7 @@ def validate_driver(values, architectures=(), distros=(), today=None, grace_hopp
     v_cuda = _var(prefix, "nvidia_driver_cuda_version")
     v_distros = _var(prefix, "nvidia_driver_node_distros")
 
-    for name in BOOL_VARS:
+    for name in bool_vars():
         if not isinstance(values.get(name), bool):
             problems.error(_var(prefix, name), "%r is not a boolean; use one of: true, false" % (values.get(name),))
     allow_eol = values.get("gpufleet_allow_eol_driver") is True
@@ -313,8 +318,8 @@ def resolve_flavour(flavour, architectures, grace_hopper=False):
 
 
 def with_defaults(extra):
-    values = dict(DEFAULTS)
-    values.update(dict((k, v) for k, v in (extra or {}).items() if k in DEFAULTS))
+    values = defaults()
+    values.update(dict((k, v) for k, v in (extra or {}).items() if k in values))
     return values
 
 

@@ -19,6 +19,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import service_monitor_wanted
+from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import dump_yaml
 
@@ -30,18 +31,13 @@ EXPORTER_JOB = ".*dcgm-exporter.*"
 # 48 double-bit ECC, 63/64 row remapping, 74 NVLink, 79 fell off the bus, 92 high single-bit ECC
 # rate, 94/95 contained/uncontained ECC, 119/120 GSP.
 CRITICAL_XIDS = (48, 63, 64, 74, 79, 92, 94, 95, 119, 120)
-DEFAULTS = {
-    "gpu_monitoring_enabled": "auto",
-    "gpu_monitoring_state": "present",
-    "gpu_monitoring_namespace": "gpufleet-monitoring",
-    "gpu_monitoring_dashboard_labels": {"grafana_dashboard": "1"},
-    "gpu_monitoring_dashboard_folder": "GPU",
-    "gpu_monitoring_prometheus_rule": "auto",
-    "gpu_monitoring_rule_labels": {},
-    "gpu_monitoring_idle_percent": 5,
-    "gpu_monitoring_idle_for": "2h",
-    "gpu_monitoring_temperature_celsius": 85,
-}
+
+
+def defaults():
+    """{variable: default} of the gpu_monitoring inputs, from its argument spec."""
+    return role_specs.defaults("gpu_monitoring")
+
+
 # Metrics the dashboard and the rules read besides the exporter's (up: Prometheus itself;
 # kube_node_labels: kube-state-metrics).
 OTHER_METRICS = ("up", "kube_node_labels")
@@ -50,8 +46,8 @@ OTHER_METRICS = ("up", "kube_node_labels")
 def settings(plan, extra):
     """The role's inputs with defaults; ``auto`` decided: enabled unless gpufleet_addons_mode is
     none (GKE included: its managed DCGM exporter serves the same metrics)."""
-    s = dict(DEFAULTS)
-    for key in DEFAULTS:
+    s = defaults()
+    for key in list(s):
         if (extra or {}).get(key) is not None:
             s[key] = extra[key]
     enabled = s["gpu_monitoring_enabled"]

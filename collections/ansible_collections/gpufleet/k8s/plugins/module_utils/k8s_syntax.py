@@ -19,7 +19,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, one_of
 from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import NODE_NAME_VAR, node_names
 
 # apimachinery: qualifiedNameFmt / labelValueFmt / dns1123LabelFmt / dns1123SubdomainFmt
@@ -55,22 +56,8 @@ POOL_NAME_MAX = NAME_MAX - max(len(prefix) for _kind, prefix in POOL_NAME_OBJECT
 # Namespaces not already checked with the add-ons (addons_preflight checks the add-on namespaces).
 NAMESPACE_VARS = ("gpu_pools_example_namespace", "gpu_validate_namespace", "gpu_validate_exporter_namespace")
 
-# Every variable declared ``type: bool`` in a role's meta/argument_specs.yml (a unit test keeps
-# this list equal to the specs). Quoted words true/false/yes/no are what ``-e name=value`` gives
-# and every consumer reads them as booleans; any other string or number is refused.
-BOOL_VARS = (
-    "fleet_report_artifacts", "fleet_report_print", "gitops_enabled", "gitops_prune", "gpu_node_prep_epel",
-    "gpu_node_prep_blacklist_nouveau", "gpu_node_prep_rebuild_initramfs", "gpu_pools_examples",
-    "gpu_pools_gke_auto_repair", "gpu_pools_gke_auto_upgrade", "gpu_pools_gke_integrity_monitoring",
-    "gpu_pools_gke_secure_boot", "gpu_validate_metrics", "gpufleet_apply", "gpufleet_k8s_validate_certs", "k8s_apply_wait",
-    "nvidia_container_toolkit_cdi_generate", "nvidia_container_toolkit_dev_char_symlinks",
-    "nvidia_container_toolkit_enable_cdi", "nvidia_container_toolkit_repo_manage",
-    "nvidia_container_toolkit_repo_trusted", "nvidia_container_toolkit_restart_runtime",
-    "nvidia_container_toolkit_set_as_default", "nvidia_device_plugin_gfd_enabled", "nvidia_device_plugin_nfd_enabled",
-    "nvidia_driver_blacklist_nouveau", "nvidia_driver_hold_kernel", "nvidia_driver_persistence",
-    "nvidia_driver_prepare_node", "nvidia_driver_replace_preinstalled",
-    "gpu_node_prep_remove_nouveau_blacklist",
-)
+# Quoted words true/false/yes/no are what ``-e name=value`` gives and every consumer reads them as
+# booleans; any other string or number is refused. Which variables are booleans: bool_vars().
 # What Ansible reads as a boolean (argument specs, the bool filter the roles read these through).
 BOOL_WORDS = ("true", "false", "yes", "no", "on", "off", "y", "n", "t", "f", "1", "0")
 # Checked with their own concern's wording (driver_compat, pools_check, addons_preflight).
@@ -87,6 +74,11 @@ ZERO_DURATION = re.compile(r"^(0+(s|m|h))+$")
 EKS_CLUSTER = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]*$")
 GKE_CLUSTER = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 IAM_ROLE_MAX = 64
+
+
+def bool_vars():
+    """Every variable declared ``type: bool`` in a role's meta/argument_specs.yml."""
+    return role_specs.bool_vars()
 
 
 def _kind(value):
@@ -359,7 +351,7 @@ def check(params, plan, problems):
         reason = dns_label_error(value)
         if reason:
             problems.error(var, "%r is not a namespace name: %s" % (value, reason))
-    for var in BOOL_VARS:
+    for var in bool_vars():
         if var in extra and var not in BOOL_VARS_CHECKED_ELSEWHERE:
             reason = bool_error(extra[var])
             if reason:

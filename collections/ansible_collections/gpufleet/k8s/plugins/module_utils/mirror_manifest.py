@@ -17,6 +17,7 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
+from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import pool_architectures
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import driver_plan
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror_urls import (
@@ -50,30 +51,13 @@ TOOLKIT_REPO = {
     "RedHat": "https://nvidia.github.io/libnvidia-container/stable/rpm/x86_64",
 }
 TOOLKIT_KEY = "https://nvidia.github.io/libnvidia-container/gpgkey"
-# Defaults of the node roles (their defaults/ are not visible on the controller before they run);
-# mirror.yml passes the roles' real defaults, these are the fallback for the unit tests.
-NODE_DEFAULTS = {
-    "nvidia_container_toolkit_version": "1.18.1-1",
-    "nvidia_container_toolkit_packages": ["nvidia-container-toolkit", "nvidia-container-toolkit-base",
-                                          "libnvidia-container-tools", "libnvidia-container1"],
-    "nvidia_container_toolkit_repo_manage": True,
-    "nvidia_container_toolkit_repo_url": "",
-    "nvidia_container_toolkit_repo_key_url": TOOLKIT_KEY,
-    "gpu_node_prep_packages": [],
-    "gpu_node_prep_extra_packages": [],
-    # the gpu_node_prep role's own list (module_utils/node_prep.py)
-    "gpu_node_prep_default_packages": list(NODE_PREP_PACKAGES["Debian"]),
-    "gpu_pools_examples": True,
-    "gpu_pools_example_image": "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
-    "gpu_validate_smoke_image": "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
-    "gpu_validate_probe_image": "docker.io/curlimages/curl:8.11.1",
-    "gpu_validate_metrics": True,
-}
 CLOUD_PLATFORMS = ("eks", "gke", "gke-autopilot")
 
 
 def node_values(values):
-    out = copy.deepcopy(NODE_DEFAULTS)
+    # Defaults of the node roles (their defaults/ are not visible on the controller before they run).
+    out = role_specs.node_defaults()
+    out["gpu_node_prep_default_packages"] = list(NODE_PREP_PACKAGES["Debian"])  # the role's own list
     out.update({k: copy.deepcopy(v) for k, v in (values or {}).items() if v is not None})
     return out
 

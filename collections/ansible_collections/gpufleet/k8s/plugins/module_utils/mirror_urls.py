@@ -25,16 +25,9 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems
 from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import CHARTS, REGISTRY_PREFIX
-
-MIRROR_DEFAULTS = {
-    "gpufleet_mirror_registry": "",
-    "gpufleet_mirror_package_url": "",
-    "gpufleet_mirror_debian_url": "",
-    "gpufleet_mirror_debian_security_url": "",
-    "gpufleet_mirror_chart_path": "",
-}
 
 # Registries and download hosts gpufleet reaches upstream; only references to these are rewritten,
 # so an image or URL the user already points elsewhere stays as given.
@@ -51,8 +44,8 @@ URL_PARTS = re.compile(r"^(https?)://([^/]+)(/.*)?$")
 
 def settings(extra):
     """The mirror inputs with defaults (non-strings kept so that ``check`` can report them)."""
-    out = dict(MIRROR_DEFAULTS)
-    for key in MIRROR_DEFAULTS:
+    out = role_specs.mirror_defaults()
+    for key in list(out):
         value = (extra or {}).get(key)
         if value is not None:
             out[key] = value

@@ -16,6 +16,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
+
 FAMILIES = ("Debian", "RedHat")
 # Distributions (ansible_facts.distribution) per family that gpu_node_prep supports.
 DISTRIBUTIONS = {
@@ -35,14 +37,10 @@ EPEL_PATH = "/pub/epel/epel-release-latest-%s.noarch.rpm"
 PACKAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+._~:=*-]*$")
 EPEL_RE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9+._-]*|(?:https?|file)://\S+\.rpm)$")
 
-DEFAULTS = {
-    "gpu_node_prep_blacklist_nouveau": True,
-    "gpu_node_prep_rebuild_initramfs": True,
-    "gpu_node_prep_packages": [],
-    "gpu_node_prep_extra_packages": [],
-    "gpu_node_prep_epel": True,
-    "gpu_node_prep_epel_package": "",
-}
+
+def defaults():
+    """{variable: default} of the gpu_node_prep inputs, from its argument spec."""
+    return role_specs.defaults("gpu_node_prep")
 
 
 def crb_repo(distribution, major, architecture):
@@ -57,8 +55,8 @@ def crb_repo(distribution, major, architecture):
 def node_prep_plan(inputs):
     """Decide for one host. ``inputs``: os_family, distribution, distribution_major, architecture,
     values (the role's variables), mirror (gpufleet_mirror_package_url or "")."""
-    values = dict(DEFAULTS)
-    values.update(dict((k, v) for k, v in (inputs.get("values") or {}).items() if k in DEFAULTS))
+    values = defaults()
+    values.update(dict((k, v) for k, v in (inputs.get("values") or {}).items() if k in values))
     family = inputs.get("os_family")
     distribution = inputs.get("distribution")
     major = str(inputs.get("distribution_major") or "")

@@ -18,6 +18,7 @@ import copy
 import os
 import re
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, one_of
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import (
     GKE_PLATFORMS, gpu_counts_on, offered_on, types_on)
@@ -26,37 +27,13 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import (
     CLOUD_PLATFORMS, DURATION, POOL_DEFAULTS, POOLS_VAR)
 
 SETTINGS_PREFIX = "gpu_pools_"
-# Cluster-wide provisioning settings (variables gpu_pools_<key>); equal to roles/gpu_pools/defaults.
-SETTINGS_DEFAULTS = {
-    "state": "present",
-    "region": "",
-    "eks_kubernetes_version": "1.33",
-    "eks_node_role": "",
-    "eks_ami_family": "AL2023",
-    "eks_ami_version": "",
-    "eks_karpenter_version": "",
-    "eks_ami_selector_terms": [],
-    "eks_subnet_selector_terms": [],
-    "eks_security_group_selector_terms": [],
-    "eks_volume_type": "gp3",
-    "gke_nap": "auto",
-    "gke_nap_cpu_min": 0,
-    "gke_nap_cpu_max": 1024,
-    "gke_nap_memory_gb_min": 0,
-    "gke_nap_memory_gb_max": 8192,
-    "gke_image_type": "COS_CONTAINERD",
-    "gke_disk_type": "pd-balanced",
-    "gke_auto_repair": True,
-    "gke_auto_upgrade": True,
-    "gke_secure_boot": True,
-    "gke_integrity_monitoring": True,
-    "gke_project": "",
-    "gcloud_command": "gcloud",
-    "karpenter_migrate_files": [],
-    "examples": True,
-    "example_image": "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
-    "example_namespace": "gpufleet-examples",
-}
+
+
+def settings_defaults():
+    """{key: default} of the cluster-wide settings (gpu_pools_<key>), from the gpu_pools argument spec."""
+    return {name[len(SETTINGS_PREFIX):]: value
+            for name, value in role_specs.defaults("gpu_pools", prefix=SETTINGS_PREFIX).items()}
+
 
 GKE_NAP_MODES = ("auto", "enabled", "disabled")
 # NAP imageType / diskType values documented for auto-provisioned node pools
@@ -90,7 +67,7 @@ BUDGETS_MAX = 50
 
 def resolve_settings(values):
     """Settings with defaults filled in. ``values``: {gpu_pools_<key> or <key>: value}."""
-    out = copy.deepcopy(SETTINGS_DEFAULTS)
+    out = settings_defaults()
     for key, value in (values or {}).items():
         short = key[len(SETTINGS_PREFIX):] if key.startswith(SETTINGS_PREFIX) else key
         if short in out:

@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+name: inputs
+short_description: The gpufleet inputs that are set, as one dictionary
+version_added: "0.2.0"
+description:
+  - Collects every variable named with the public-input prefix of the given roles (C(<role>_),
+    C(gpufleet_) for the gpufleet role and the project-wide inputs) into one dictionary, the shape
+    preflight and the filters check and render from.
+  - The prefixes come from the roles' C(meta/argument_specs.yml), so the roles, the playbooks and
+    preflight sweep the same inputs.
+author:
+  - gpufleet maintainers
+options:
+  _terms:
+    description:
+      - Role names whose inputs to collect. None collects the inputs of every role (all the prefixes).
+    type: list
+    elements: str
+    required: false
+  defaults:
+    description:
+      - Also fill in the argument-spec default of every option of those roles that is not set
+        (for a play that needs roles' defaults without running the roles).
+    type: bool
+    default: false
+"""
+
+EXAMPLES = r"""
+- name: Check every input of the cluster stage
+  ansible.builtin.debug:
+    msg: "{{ lookup('gpufleet.k8s.inputs', 'gpufleet', 'dcgm_exporter') }}"
+
+- name: The node roles' inputs with their defaults, for the mirror manifest
+  ansible.builtin.set_fact:
+    __mirror_values: "{{ lookup('gpufleet.k8s.inputs', 'nvidia_driver', 'gpu_node_prep', defaults=true) }}"
+"""
+
+RETURN = r"""
+_raw:
+  description:
+    - "One dictionary, variable name: value, of the set variables with those prefixes (with
+      I(defaults), the unset options' defaults too)."
+  type: list
+  elements: dict
+"""
+
+from ansible.errors import AnsibleError
+from ansible.plugins.lookup import LookupBase
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+
+
+def select(names, roles=None):
+    """The names among ``names`` that are inputs of ``roles`` (every input role when empty)."""
+    prefixes = tuple(role + "_" for role in roles) if roles else role_specs.prefixes()
+    return sorted(name for name in names if isinstance(name, str) and name.startswith(prefixes))
+
+
+class LookupModule(LookupBase):
+
+    def run(self, terms, variables=None, **kwargs):
+        self.set_options(var_options=variables, direct=kwargs)
+        roles = [str(term) for term in terms or []]
+        try:
+            known = role_specs.roles()
+            unknown = [role for role in roles if role not in known]
+            if unknown:
+                raise GpufleetError("gpufleet.k8s.inputs: unknown role(s) %s; use role names: %s"
+                                    % (", ".join(unknown), ", ".join(known)))
+            values = {}
+            if self.get_option("defaults"):
+                values.update(role_specs.defaults(*roles))
+        except GpufleetError as exc:
+            raise AnsibleError(str(exc))
+        variables = variables or {}
+        names = select(variables.keys(), roles)
+        found = self._templar.template([variables[name] for name in names])
+        values.update(zip(names, found))
+        return [values]

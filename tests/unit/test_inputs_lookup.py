@@ -1,0 +1,84 @@
+"""The gpufleet.k8s.inputs lookup: the one sweep of set inputs (prefixes from the argument specs),
+through real ansible runs, and its documentation through the real ansible-doc."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.gpufleet.k8s.plugins.lookup.inputs import select
+from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+ENV = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1",
+           ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_LOCALHOST_WARNING="0",
+           ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_CALLBACK_RESULT_FORMAT="json")
+
+
+def lookup(expression, **extra):
+    """The value of ``expression`` in a real ansible run on localhost, with ``extra`` as extra vars."""
+    cmd = [os.path.join(BIN, "ansible"), "localhost", "-i", "localhost,", "-c", "local", "-m", "ansible.builtin.debug",
+           "-a", "var=__probe", "-e", json.dumps(dict(extra, __probe=expression))]
+    proc = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout.split("=>", 1)[1])["__probe"]
+
+
+def test_the_prefixes_are_the_input_roles_from_the_specs():
+    prefixes = role_specs.prefixes()
+    assert "gpufleet_" in prefixes and "nvidia_driver_" in prefixes and "gpu_pools_" in prefixes
+    assert "gpufleet_survey_" not in prefixes          # survey answers are not inventory inputs
+    assert all(p[:-1] in role_specs.roles() for p in prefixes)
+
+
+@pytest.mark.parametrize("roles,expected", [
+    (None, ["dcgm_exporter_x", "gpu_pools_region", "gpufleet_apply"]),
+    (["gpu_pools"], ["gpu_pools_region"]),
+    (["gpufleet", "dcgm_exporter"], ["dcgm_exporter_x", "gpufleet_apply"]),
+])
+def test_select_keeps_only_the_given_roles_inputs(roles, expected):
+    names = ["gpufleet_apply", "gpu_pools_region", "dcgm_exporter_x", "other", "__gpu_pools_internal",
+             "ansible_host", "gpufleetish"]
+    assert select(names, roles) == expected
+
+
+def test_the_lookup_collects_set_inputs_of_the_given_roles():
+    out = lookup("{{ lookup('gpufleet.k8s.inputs', 'gpu_pools', 'dcgm_exporter') }}",
+                 gpu_pools_region="eu-west-1", dcgm_exporter_scrape_interval="30s", nvidia_driver_version="580",
+                 unrelated="x")
+    assert out == {"gpu_pools_region": "eu-west-1", "dcgm_exporter_scrape_interval": "30s"}
+
+
+def test_values_are_templated():
+    out = lookup("{{ lookup('gpufleet.k8s.inputs', 'gpu_pools') }}", gpu_pools_region="{{ zone_base }}-1",
+                 zone_base="us-east")
+    assert out == {"gpu_pools_region": "us-east-1"}
+
+
+def test_no_terms_sweeps_every_input_role():
+    out = lookup("{{ lookup('gpufleet.k8s.inputs') }}", gpu_node_prep_epel=False, gitops_enabled=True,
+                 dcgm_exporterx=True, k8s_applied=1)
+    assert out == {"gpu_node_prep_epel": False, "gitops_enabled": True}
+
+
+def test_defaults_fill_in_the_unset_options_from_the_spec():
+    out = lookup("{{ lookup('gpufleet.k8s.inputs', 'gpu_validate', defaults=true) }}", gpu_validate_metrics=False)
+    assert out == dict(role_specs.defaults("gpu_validate"), gpu_validate_metrics=False)
+    assert len(out) > 1
+
+
+def test_an_unknown_role_is_refused_with_the_known_ones():
+    cmd = [os.path.join(BIN, "ansible"), "localhost", "-i", "localhost,", "-c", "local", "-m", "ansible.builtin.debug",
+           "-a", "msg={{ lookup('gpufleet.k8s.inputs', 'gpu_poolz') }}"]
+    proc = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "unknown role(s) gpu_poolz" in proc.stdout + proc.stderr and "gpu_pools" in proc.stdout + proc.stderr
+
+
+def test_ansible_doc_renders_the_lookup():
+    proc = subprocess.run([os.path.join(BIN, "ansible-doc"), "-t", "lookup", "gpufleet.k8s.inputs"],
+                          env=ENV, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "defaults" in proc.stdout and "RETURN" in proc.stdout.upper()
