@@ -17,7 +17,8 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import apt_kernel_plan
+from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_host import (
+    apt_kernel_plan)
 from systemd_node import DEBIAN12, converge, podman, remove
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -10,8 +10,9 @@ import configparser
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import (
-    APT_PREFERENCES, APT_SOURCES, DNF_REPO, apt_kernel_plan, container_verdict, distro_key, driver_plan, modprobe_options,
-    reboot_decision, secure_boot_state)
+    APT_PREFERENCES, APT_SOURCES, DNF_REPO, distro_key, driver_plan, modprobe_options, secure_boot_state)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_host import (
+    apt_kernel_plan, container_verdict, reboot_decision)
 
 HOSTS = {
     "debian-12": ("Debian", "12.12", "12", "bookworm"),
@@ -176,7 +177,7 @@ Hint: [d]efault, [e]nabled, [x]disabled, [i]nstalled
     (DNF_MODULES, None, False),
 ])
 def test_module_stream_switch(output, wanted, switch):
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import module_stream_switch
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_host import module_stream_switch
     assert module_stream_switch(output, wanted) is switch
 
 

@@ -13,7 +13,9 @@ import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.filter.nvidia_driver import nvidia_driver_stale_pins
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import (
-    driver_plan, stale_pinning_packages, stale_versionlocks)
+    driver_plan)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_host import (
+    stale_pinning_packages, stale_versionlocks)
 
 HOSTS = {
     "debian-12": ("Debian", "12.12", "12", "bookworm"),

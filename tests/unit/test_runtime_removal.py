@@ -1,6 +1,6 @@
 """runtime_removal: the nvidia runtime taken out of a runtime config again (state absent).
 
-Real files in a temp dir, written by the real apply path (containerd_config.plan + write_files,
+Real files in a temp dir, written by the real apply path (containerd_plan.plan + write_files,
 with the originals recorded as the module records them), then removed; the containerd binary of
 this machine validates candidates where it is installed.
 """
@@ -10,7 +10,8 @@ import shutil
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_plan as cplan
+from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_toml as ctoml
 from ansible_collections.gpufleet.k8s.plugins.module_utils import runtime_removal as rr
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 
@@ -38,14 +39,14 @@ def paths(tmp_path):
 def install(tmp_path, mode="drop-in", set_as_default=True, enable_cdi=False, binary="/nonexistent"):
     """What the module does for state present."""
     p = paths(tmp_path)
-    result = cc.plan("containerd", mode, p["root"], p["dropin"], set_as_default=set_as_default,
+    result = cplan.plan("containerd", mode, p["root"], p["dropin"], set_as_default=set_as_default,
                      enable_cdi=enable_cdi, containerd_binary=binary)
     files = result["files"]
     if files:
         record = rr.load_record(p["record"])
         rr.record_writes(record, files)
         rr.save_record(p["record"], record)
-        cc.write_files(files)
+        cplan.write_files(files)
         rr.record_written(record, files)
         rr.save_record(p["record"], record)
     return files
@@ -136,7 +137,7 @@ def test_default_runtime_name_goes_back_to_what_it_was(orig_default, expected):
     current = head + '  default_runtime_name = "nvidia"\n' \
         '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n  runtime_type = "io.containerd.runc.v2"\n'
     new, _actions = rr.strip_owned(current, original, "config.toml")
-    ctd = cc.plain(cc.parse(new))["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]
+    ctd = ctoml.plain(ctoml.parse(new))["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]
     assert ctd.get("default_runtime_name") == expected
     assert "nvidia" not in (ctd.get("runtimes") or {})
 

@@ -8,8 +8,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import (
-    apt_kernel_plan, container_verdict, driver_plan, module_stream_switch, reboot_decision, stale_pinning_packages,
-    stale_versionlocks)
+    driver_plan)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_host import (
+    apt_kernel_plan, container_verdict, module_stream_switch, reboot_decision, stale_pinning_packages, stale_versionlocks)
 
 
 def nvidia_driver_plan(inputs):
