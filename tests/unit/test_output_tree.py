@@ -1,6 +1,7 @@
 """Where output goes (gpufleet_build_dir, the inventory name) and the staged, all-or-nothing render
 (module_utils/output_tree.py), on real directories under tmp_path."""
 import os
+import tempfile
 
 import pytest
 
@@ -150,3 +151,18 @@ def test_mark_writes_the_mark_once_into_an_existing_directory(tmp_path):
     assert ot.mark(str(out)) is True
     assert ot.mark(str(out)) is False
     assert ot.resolve_build_dir(str(out), "x", str(tmp_path / "repo"))[0] == str(out)
+
+
+def test_a_system_directory_that_holds_the_repository_gets_both_reasons():
+    """A clone directly in /tmp (as CI's fresh clones are): '..' is /tmp, a system directory and
+    the repository's parent; the message names both (the bad-input table expects the second)."""
+    clone = tempfile.mkdtemp(prefix="gpufleet-clone-", dir="/tmp")
+    try:
+        path, problems = resolve(clone, "..")
+        assert path is None
+        message = problems[0][1]
+        assert "is a system or home directory" in message and "is the repository or one of its parents" in message
+        path, problems = resolve(clone, "/etc")
+        assert "one of its parents" not in problems[0][1]
+    finally:
+        os.rmdir(clone)

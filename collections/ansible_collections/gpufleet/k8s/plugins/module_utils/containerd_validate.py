@@ -60,6 +60,20 @@ def find_cri_runtimes(dump_doc):
     return None
 
 
+def dump_candidate(binary, doc, tmp, refused, run=subprocess.run):
+    """Write ``doc`` (a root config whose imports already point into ``tmp``) as ``tmp``/config.toml
+    and return ``containerd --config it config dump``; GpufleetError(``refused``: containerd's
+    message) when containerd does not accept it."""
+    candidate = os.path.join(tmp, "config.toml")
+    with open(candidate, "w") as handle:
+        handle.write(tomlkit.dumps(doc))
+    proc = run([binary, "--config", candidate, "config", "dump"], capture_output=True, text=True, timeout=60,
+               check=False)
+    if proc.returncode != 0:
+        raise GpufleetError("%s: %s" % (refused, proc.stderr.strip() or proc.stdout.strip()))
+    return proc.stdout
+
+
 def validate_candidate(binary, root_path, files, runtime_name="nvidia", binary_name=NVIDIA_RUNTIME_BINARY,
                        run=subprocess.run):
     """Run ``containerd --config CANDIDATE config dump`` on the candidate files in a temp dir.
@@ -96,15 +110,9 @@ def validate_candidate(binary, root_path, files, runtime_name="nvidia", binary_n
             new_imports.append(os.path.join(sub, os.path.basename(live_glob)))
         if imports:
             doc["imports"] = new_imports
-        candidate = os.path.join(tmp, "config.toml")
-        with open(candidate, "w") as handle:
-            handle.write(tomlkit.dumps(doc))
-        proc = run([binary, "--config", candidate, "config", "dump"], capture_output=True, text=True, timeout=60,
-                   check=False)
-        if proc.returncode != 0:
-            raise GpufleetError("containerd refused the candidate config (live file left untouched): %s"
-                                % (proc.stderr.strip() or proc.stdout.strip()))
-        runtimes = find_cri_runtimes(parse(proc.stdout, "containerd config dump"))
+        dump = dump_candidate(binary, doc, tmp, "containerd refused the candidate config (live file left untouched)",
+                              run=run)
+        runtimes = find_cri_runtimes(parse(dump, "containerd config dump"))
         if not runtimes or runtime_name not in runtimes:
             raise GpufleetError("the candidate config loads but its effective config has no %s runtime "
                                 "(live file left untouched)" % runtime_name)
@@ -115,6 +123,6 @@ def validate_candidate(binary, root_path, files, runtime_name="nvidia", binary_n
         if "runc" not in runtimes:
             raise GpufleetError("the candidate's effective config has no runc runtime: the CRI plugin would fail "
                                 "to load (live file left untouched)")
-        return proc.stdout
+        return dump
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -74,8 +74,10 @@ def resolve_build_dir(build_dir, inventory_name, repo_root):
                "gpufleet wrote before (it holds %s)" % (repo, MARKER))
     if path in SYSTEM_DIRS or any(_under(path, t) for t in SYSTEM_TREES) or \
             path == os.path.realpath(os.path.expanduser("~")):
-        problems.append(("gpufleet_build_dir", "%r (%s) is a system or home directory; gpufleet would write, list and "
-                         "delete files there; %s" % (build_dir, path, allowed)))
+        # /tmp or / can also hold the repository (a clone in /tmp): say both
+        also = ", and is the repository or one of its parents" if _under(repo, path) else ""
+        problems.append(("gpufleet_build_dir", "%r (%s) is a system or home directory%s; gpufleet would write, list "
+                         "and delete files there; %s" % (build_dir, path, also, allowed)))
     elif _under(repo, path):
         problems.append(("gpufleet_build_dir", "%r (%s) is the repository or one of its parents; %s"
                          % (build_dir, path, allowed)))

@@ -340,14 +340,10 @@ def validate_removal(binary, root_path, files, runtime_name="nvidia", read=read_
             new_imports.append(os.path.join(sub, os.path.basename(live)))
         if imports:
             doc["imports"] = new_imports
-        candidate = os.path.join(tmp, "config.toml")
-        with open(candidate, "w") as handle:
-            handle.write(tomlkit.dumps(doc))
-        proc = run([binary, "--config", candidate, "config", "dump"], capture_output=True, text=True, timeout=60)
-        if proc.returncode != 0:
-            raise GpufleetError("containerd refused the config without the nvidia runtime (live files left "
-                                "untouched): %s" % (proc.stderr.strip() or proc.stdout.strip()))
-        runtimes = cvalidate.find_cri_runtimes(ctoml.parse(proc.stdout, "containerd config dump")) or {}
+        dump = cvalidate.dump_candidate(
+            binary, doc, tmp, "containerd refused the config without the nvidia runtime (live files left untouched)",
+            run=run)
+        runtimes = cvalidate.find_cri_runtimes(ctoml.parse(dump, "containerd config dump")) or {}
         if runtime_name in runtimes:
             raise GpufleetError("the config without gpufleet's keys still defines the %s runtime (another file "
                                 "adds it); live files left untouched" % runtime_name)
