@@ -56,6 +56,27 @@ def _loaded_filters(collection):
                 continue
 
 
+def warm_controller_side(collection=COLLECTION):
+    """Import the collection's action plugins (and the modules they run in-process) and read the roles'
+    argument specs once, in the controller process, so that forked workers find them loaded. Returns
+    what was warmed; anything that fails is left to the task that needs it."""
+    import importlib  # pylint: disable=import-outside-toplevel
+    import pkgutil  # pylint: disable=import-outside-toplevel
+
+    warmed = []
+    base = "ansible_collections.%s.plugins" % collection
+    try:
+        actions = importlib.import_module(base + ".action")
+        for info in pkgutil.iter_modules(actions.__path__):
+            importlib.import_module("%s.action.%s" % (base, info.name))
+            warmed.append("action/" + info.name)
+        role_specs = importlib.import_module(base + ".module_utils.role_specs")
+        warmed.extend("argument_specs/" + role for role in sorted(role_specs.roles()))
+    except Exception:  # pylint: disable=broad-except  # the task that needs it reports the real error
+        pass
+    return warmed
+
+
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "aggregate"
@@ -65,6 +86,8 @@ class CallbackModule(CallbackBase):
     def __init__(self, *args, **kwargs):
         super(CallbackModule, self).__init__(*args, **kwargs)
         self.filters = []
+        self.warmed = []
 
     def v2_playbook_on_start(self, playbook):
         self.filters = preload()
+        self.warmed = warm_controller_side()

@@ -12,9 +12,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
+import hashlib
 import os
 import shutil
 import tempfile
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 
 
 def read_text(path):
@@ -142,4 +145,64 @@ def sync_files(dest, wanted, removes=(), modes=None, check_mode=False, diff=Fals
                   removed=[os.path.join(dest, n) for n in removes])
     if diff:
         result["diff"] = file_diffs(dest, writes, removes)
+    return result
+
+
+def inside(dest, name):
+    """``dest``/``name`` when ``name`` is a relative path that stays inside ``dest``, else GpufleetError."""
+    norm = os.path.normpath(name) if name else ""
+    if not norm or os.path.isabs(name) or norm == "." or norm == ".." or norm.startswith(".." + os.sep):
+        raise GpufleetError("%r is not a path inside %s (relative, without '..')" % (name, dest))
+    return os.path.join(dest, norm)
+
+
+def tree_listing(dest):
+    """[{path, size, checksum (SHA-1)}] of every regular file under ``dest``, sorted by path."""
+    out = []
+    for root, dirs, names in os.walk(dest):
+        dirs.sort()
+        for name in names:
+            path = os.path.join(root, name)
+            if not os.path.isfile(path) or os.path.islink(path):
+                continue
+            with open(path, "rb") as handle:
+                data = handle.read()
+            out.append(dict(path=path, size=len(data), checksum=hashlib.sha1(data).hexdigest()))
+    return sorted(out, key=lambda entry: entry["path"])
+
+
+def sync_tree(dest, wanted, absent=(), mode=0o644, check_mode=False, diff=False, listing=False):
+    """``sync_files`` for files in sub-directories of ``dest``, plus removal of whole directories:
+    writes ``wanted`` ({relative name: text}), removes each name of ``absent`` (a file, or a directory
+    with its content), optionally lists the files left. Every name is checked to stay inside ``dest``
+    before anything changes."""
+    for name in list(wanted) + list(absent):
+        inside(dest, name)
+    writes = plan_files(dest, dict((os.path.normpath(n), t) for n, t in wanted.items()),
+                        dict((os.path.normpath(n), mode) for n in wanted))
+    gone = []
+    for name in absent:
+        path = inside(dest, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            gone.extend(os.path.relpath(e["path"], dest) for e in tree_listing(path))
+            gone.append(os.path.normpath(name) + os.sep)
+        elif os.path.lexists(path):
+            gone.append(os.path.normpath(name))
+    if (writes or gone) and not check_mode:
+        if not os.path.isdir(dest):
+            os.makedirs(dest, 0o755)
+        for name, (_old, text) in sorted(writes.items()):
+            write_file(os.path.join(dest, name), text, mode)
+        for name in absent:
+            path = inside(dest, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            elif os.path.lexists(path):
+                os.unlink(path)
+    result = dict(changed=bool(writes or gone), written=[os.path.join(dest, n) for n in sorted(writes)],
+                  removed=[os.path.join(dest, n) for n in gone])
+    if diff:
+        result["diff"] = file_diffs(dest, writes, [n for n in gone if not n.endswith(os.sep)])
+    if listing:
+        result["listing"] = tree_listing(dest) if os.path.isdir(dest) else []
     return result

@@ -23,7 +23,7 @@ import copy
 import os
 import re
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import safe_load
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 
 ROLES_DIR_ENV = "GPUFLEET_ROLES_DIR"
@@ -71,7 +71,7 @@ def _load():
             if not os.path.isfile(spec_path):
                 continue
             with open(spec_path) as handle:
-                data = yaml.safe_load(handle) or {}
+                data = safe_load(handle) or {}
             options = {}
             for entry in (data.get("argument_specs") or {}).values():
                 options.update((entry or {}).get("options") or {})
@@ -159,7 +159,7 @@ def load_role_spec(directory, role, entry="main"):
     if not os.path.isfile(path):
         raise GpufleetError("role %s has no meta/argument_specs.yml" % role)
     with open(path) as handle:
-        data = yaml.safe_load(handle) or {}
+        data = safe_load(handle) or {}
     try:
         return data["argument_specs"][entry]
     except (KeyError, TypeError):

@@ -24,6 +24,12 @@ else:
 HAS_YAML = yaml is not None
 
 
+def safe_load(stream):
+    """``yaml.safe_load`` with libyaml's C loader when PyYAML was built with it (same result, about
+    ten times faster: the role argument specs are read by every render)."""
+    return yaml.load(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def require_yaml(module):
     """Fail the module with ansible's usual missing-library message when PyYAML is absent."""
     if not HAS_YAML:

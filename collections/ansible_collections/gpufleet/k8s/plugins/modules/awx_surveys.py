@@ -80,8 +80,9 @@ def argspec():
     )
 
 
-def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+def run(module):
+    """The module's work on ``module`` (an AnsibleModule, or the in-process stand-in of the action
+    plugin when the task runs on the controller); ends with ``exit_json``/``fail_json``."""
     require_yaml(module)
     surveys = {}
     try:
@@ -92,6 +93,10 @@ def main():
         module.fail_json(msg="cannot build surveys: %s" % exc)
     workflow = workflow_survey_spec([surveys[p] for p in module.params["playbooks"]])
     module.exit_json(changed=False, surveys=surveys, workflow_survey=workflow)
+
+
+def main():
+    run(AnsibleModule(argument_spec=argspec(), supports_check_mode=True))
 
 
 if __name__ == "__main__":

@@ -82,8 +82,9 @@ def argspec():
     )
 
 
-def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+def run(module):
+    """The module's work on ``module`` (an AnsibleModule, or the in-process stand-in of the action
+    plugin when the task runs on the controller); ends with ``exit_json``/``fail_json``."""
     path = module.params["path"]
     try:
         if module.params["state"] == "staged":
@@ -99,6 +100,10 @@ def main():
         module.fail_json(msg="gpufleet_build_dir: could not %s %s (%s); check the directory's permissions and free "
                              "space" % ("stage" if module.params["state"] == "staged" else "publish into", path,
                                         exc.strerror or exc))
+
+
+def main():
+    run(AnsibleModule(argument_spec=argspec(), supports_check_mode=True))
 
 
 if __name__ == "__main__":

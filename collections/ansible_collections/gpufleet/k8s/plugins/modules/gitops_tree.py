@@ -103,8 +103,9 @@ def argspec():
     )
 
 
-def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+def run(module):
+    """The module's work on ``module`` (an AnsibleModule, or the in-process stand-in of the action
+    plugin when the task runs on the controller); ends with ``exit_json``/``fail_json``."""
     require_yaml(module)
     p = module.params
     try:
@@ -119,6 +120,10 @@ def main():
     if module._diff:
         result["diff"] = diffs
     module.exit_json(**result)
+
+
+def main():
+    run(AnsibleModule(argument_spec=argspec(), supports_check_mode=True))
 
 
 if __name__ == "__main__":

@@ -122,8 +122,9 @@ def wanted_files(plan, values, node_hosts, today=None):
     return man, files
 
 
-def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+def run(module):
+    """The module's work on ``module`` (an AnsibleModule, or the in-process stand-in of the action
+    plugin when the task runs on the controller); ends with ``exit_json``/``fail_json``."""
     require_yaml(module)
     dest = module.params["dest"]
     try:
@@ -142,6 +143,10 @@ def main():
     if "diff" in synced:
         result["diff"] = synced["diff"]
     module.exit_json(**result)
+
+
+def main():
+    run(AnsibleModule(argument_spec=argspec(), supports_check_mode=True))
 
 
 if __name__ == "__main__":

@@ -114,8 +114,9 @@ def argspec():
     )
 
 
-def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+def run(module):
+    """The module's work on ``module`` (an AnsibleModule, or the in-process stand-in of the action
+    plugin when the task runs on the controller); ends with ``exit_json``/``fail_json``."""
     require_yaml(module)
     errors, warnings, plan = run_preflight(module.params)
     for warning in warnings:
@@ -124,6 +125,10 @@ def main():
         module.fail_json(msg="gpufleet preflight found %d problem(s):\n- %s" % (len(errors), "\n- ".join(errors)),
                          errors=errors, warnings_found=warnings, plan=plan)
     module.exit_json(changed=False, errors=[], warnings_found=warnings, plan=plan)
+
+
+def main():
+    run(AnsibleModule(argument_spec=argspec(), supports_check_mode=True))
 
 
 if __name__ == "__main__":

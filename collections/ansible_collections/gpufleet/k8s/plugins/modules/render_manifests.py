@@ -85,8 +85,9 @@ def argspec():
     )
 
 
-def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+def run(module):
+    """The module's work on ``module`` (an AnsibleModule, or the in-process stand-in of the action
+    plugin when the task runs on the controller); ends with ``exit_json``/``fail_json``."""
     require_yaml(module)
     dest = module.params["dest"]
     try:
@@ -104,6 +105,10 @@ def main():
     if module._diff:
         result["diff"] = file_diffs(dest, writes, removes)
     module.exit_json(**result)
+
+
+def main():
+    run(AnsibleModule(argument_spec=argspec(), supports_check_mode=True))
 
 
 if __name__ == "__main__":
