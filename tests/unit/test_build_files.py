@@ -51,7 +51,7 @@ def test_check_mode_changes_nothing_but_reports_what_would(tmp_path):
 
 
 def test_listing_has_path_size_and_sha1_sorted(tmp_path):
-    result = sync_tree(str(tmp_path), {"b/z.yaml": "zz", "a.json": "{}"}, listing=True)
+    result = sync_tree(str(tmp_path), {"b/z.yaml": "zz", "a.json": "{}", ".mark": "m", ".hidden/x": "x"}, listing=True)
     assert result["listing"] == [
         {"path": str(tmp_path / "a.json"), "size": 2, "checksum": hashlib.sha1(b"{}").hexdigest()},
         {"path": str(tmp_path / "b" / "z.yaml"), "size": 2, "checksum": hashlib.sha1(b"zz").hexdigest()},

@@ -157,13 +157,14 @@ def inside(dest, name):
 
 
 def tree_listing(dest):
-    """[{path, size, checksum (SHA-1)}] of every regular file under ``dest``, sorted by path."""
+    """[{path, size, checksum (SHA-1)}] of every regular file under ``dest``, sorted by path; hidden
+    files and directories (gpufleet's own marks, such as ``.gpufleet-build``) are left out."""
     out = []
     for root, dirs, names in os.walk(dest):
-        dirs.sort()
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in names:
             path = os.path.join(root, name)
-            if not os.path.isfile(path) or os.path.islink(path):
+            if name.startswith(".") or not os.path.isfile(path) or os.path.islink(path):
                 continue
             with open(path, "rb") as handle:
                 data = handle.read()

@@ -15,7 +15,8 @@ version_added: "0.2.0"
 description:
   - Writes each file of I(files) under I(dest) (only those whose content or mode differ, atomically),
     then removes each name of I(absent) (a file, or a directory with everything in it), then, with
-    I(list), returns every file left under I(dest) with its size and SHA-1.
+    I(list), returns every file left under I(dest) with its size and SHA-1 (hidden files and
+    directories, such as gpufleet's C(.gpufleet-build) mark, are not listed).
   - Names are relative to I(dest) and must stay inside it; an absolute name or one with C(..) is refused
     before anything is written.
   - One task instead of C(file) + C(copy) + C(find) tasks; when the task runs on the controller
