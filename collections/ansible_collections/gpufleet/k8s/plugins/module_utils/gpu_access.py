@@ -32,7 +32,7 @@ GKE_STRATEGIES = {"time-slicing": "time-sharing", "mps": "mps"}
 GKE_PLATFORMS = ("gke", "gke-autopilot")
 # GKE's range of shared clients per GPU (node label gke-max-shared-clients-per-gpu, node pool
 # maxSharedClientsPerGpu, ComputeClass gpuSharing.maxSharedClientsPerGPU)
-GKE_MAX_SHARED_CLIENTS = (2, 48)
+GKE_SHARED_CLIENTS_RANGE = (2, 48)
 RUNTIME_CLASS = "nvidia"
 
 # How pods get devices. ``how`` is one of: runtime-default (nvidia is containerd's / CRI-O's
@@ -145,7 +145,7 @@ def check_sharing(plan, extra, problems):
                                    "of a node alike and advertises each partition as nvidia.com/gpu; use one of: "
                                    "single" % platform)
             replicas = sharing.get("replicas")
-            low, high = GKE_MAX_SHARED_CLIENTS
+            low, high = GKE_SHARED_CLIENTS_RANGE
             if sharing.get("mode") in GKE_STRATEGIES and isinstance(replicas, int) and not isinstance(replicas, bool) \
                     and not low <= replicas <= high:
                 problems.error(var + ".replicas", "%d is outside GKE's range of %s clients per GPU "
