@@ -127,6 +127,22 @@ def test_bad_pool_input_fails_in_preflight(tmp_path, inv, extra, fragment):
     assert not build.exists()
 
 
+def test_gke_class_without_a_known_version_keeps_sharing_in_the_pod_selectors(tmp_path):
+    """gpu_pools_gke_version empty (unknown): no gpuSharing in the ComputeClass, the Job's GKE sharing
+    selectors unchanged, and the provision output says why."""
+    build = tmp_path / "gke"
+    rc, out = run_site(str(build), "-e", json.dumps({"gpu_pools_gke_version": ""}), playbook="playbooks/provision.yml",
+                       inventory="inventories/gke")
+    assert rc == 0, out[-3000:]
+    classes = {o["metadata"]["name"]: o for p in provision_files(str(build))["compute-classes"] for o in load(p)}
+    assert [p["gpu"] for p in classes["infer-l4"]["spec"]["priorities"]] == [{"type": "nvidia-l4", "count": 1}]
+    assert_crs_valid(list(classes.values()))
+    assert _examples(str(build))["infer-l4"]["nodeSelector"] == {
+        "cloud.google.com/compute-class": "infer-l4", "cloud.google.com/gke-gpu-sharing-strategy": "time-sharing",
+        "cloud.google.com/gke-max-shared-clients-per-gpu": "2"}
+    assert "infer-l4: no gpuSharing in the ComputeClass (gpu_pools_gke_version is unset" in re.sub(r"\s+", " ", out)
+
+
 def test_check_mode_on_a_fresh_gke_dir_writes_nothing(tmp_path):
     build = tmp_path / "gke"
     rc, out = run_site(str(build), "--check", "--diff", inventory="inventories/gke")
@@ -236,3 +252,14 @@ def test_sharing_end_to_end_placement_asks_for_what_the_node_advertises(rendered
                                           "cloud.google.com/gke-gpu-sharing-strategy": "time-sharing",
                                           "cloud.google.com/gke-max-shared-clients-per-gpu": "2"}
         assert shared["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}
+        # gpu_pools_gke_version 1.35.2-gke.1485000 (inventories/gke): the class itself asks for the
+        # same sharing the Job selects (GKE labels the class's shared nodes so)
+        classes = {o["metadata"]["name"]: o for p in provision_files(build)["compute-classes"] for o in load(p)}
+        assert [p["gpu"] for p in classes["infer-l4"]["spec"]["priorities"]] == [
+            {"type": "nvidia-l4", "count": 1, "gpuSharing": {"sharingStrategy": "TIME_SHARING",
+                                                             "maxSharedClientsPerGPU": 2}}]
+        with open(os.path.join(build, "plan.md")) as handle:
+            plan_md = handle.read()
+        assert "## GPU sharing of the ComputeClass pools\n- infer-l4: ComputeClass priorities[].gpu.gpuSharing " \
+               "{maxSharedClientsPerGPU: 2, sharingStrategy: TIME_SHARING} (GKE 1.35.2-gke.1485000" in plan_md
+        assert "GPU sharing: infer-l4: ComputeClass priorities[].gpu.gpuSharing" in re.sub(r"\s+", " ", _out)

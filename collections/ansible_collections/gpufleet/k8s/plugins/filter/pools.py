@@ -10,7 +10,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gke import (
-    AUTOPILOT_NOTE, compute_classes, nap_command, nap_config)
+    AUTOPILOT_NOTE, compute_classes, nap_command, nap_config, sharing_notes)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import karpenter_objects
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools_check import nap_enabled, resolve_settings
 from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain
@@ -52,13 +52,20 @@ def gpu_pools_nap_command(plan, values, config_path):
     return nap_command(plan["cluster_name"], str(config_path), plan, resolve_settings(plain(values)))
 
 
+def _sharing_text(plan, settings):
+    """GKE: where the GPU sharing of each ComputeClass pool is rendered (ComputeClass gpuSharing or pod
+    selectors only), from the cluster's gpu_pools_gke_version."""
+    notes = sharing_notes(plan["pools"], settings)
+    return ". GPU sharing: " + "; ".join(notes) if notes else ""
+
+
 def gpu_pools_summary(plan, values):
     """One line per platform saying what the provision stage manages."""
     plan = plain(plan)
     platform = plan["platform"]
     settings = resolve_settings(plain(values))
     if platform == "gke-autopilot":
-        return AUTOPILOT_NOTE
+        return AUTOPILOT_NOTE + _sharing_text(plan, settings)
     if platform == "eks":
         return ("EKS: Karpenter v1 EC2NodeClass + NodePool per pool (%s), AMI from %s" % (
             ", ".join(p["name"] for p in plan["pools"]),
@@ -66,9 +73,10 @@ def gpu_pools_summary(plan, values):
             else "the AL2023 NVIDIA SSM parameter for Kubernetes %s" % settings["eks_kubernetes_version"]))
     if platform == "gke":
         classes = [p["name"] for p in plan["pools"] if p.get("compute_class")]
-        return "GKE Standard: %s; ComputeClass for: %s" % (
+        return "GKE Standard: %s; ComputeClass for: %s%s" % (
             "node auto-provisioning config file" if nap_enabled(platform, settings)
-            else "no node auto-provisioning file (gpu_pools_gke_nap: disabled)", ", ".join(classes) or "none")
+            else "no node auto-provisioning file (gpu_pools_gke_nap: disabled)", ", ".join(classes) or "none",
+            _sharing_text(plan, settings))
     return ("%s (self-managed): labels gpufleet.io/pool + nvidia.com/device-plugin.config and the pool taints "
             "on the nodes of each pool's inventory group, by server-side apply (field manager gpufleet)"
             % platform)

@@ -30,6 +30,9 @@ GKE_MAX_SHARED_CLIENTS = "cloud.google.com/gke-max-shared-clients-per-gpu"
 GKE_PARTITION_SIZE = "cloud.google.com/gke-gpu-partition-size"
 GKE_STRATEGIES = {"time-slicing": "time-sharing", "mps": "mps"}
 GKE_PLATFORMS = ("gke", "gke-autopilot")
+# GKE's range of shared clients per GPU (node label gke-max-shared-clients-per-gpu, node pool
+# maxSharedClientsPerGpu, ComputeClass gpuSharing.maxSharedClientsPerGPU)
+GKE_SHARED_CLIENTS_RANGE = (2, 48)
 RUNTIME_CLASS = "nvidia"
 
 # How pods get devices. ``how`` is one of: runtime-default (nvidia is containerd's / CRI-O's
@@ -141,6 +144,13 @@ def check_sharing(plan, extra, problems):
                     problems.error(var + ".mig_strategy", "'mixed' is not possible on %s: GKE partitions every GPU "
                                    "of a node alike and advertises each partition as nvidia.com/gpu; use one of: "
                                    "single" % platform)
+            replicas = sharing.get("replicas")
+            low, high = GKE_SHARED_CLIENTS_RANGE
+            if sharing.get("mode") in GKE_STRATEGIES and isinstance(replicas, int) and not isinstance(replicas, bool) \
+                    and not low <= replicas <= high:
+                problems.error(var + ".replicas", "%d is outside GKE's range of %s clients per GPU "
+                               "(gke-max-shared-clients-per-gpu, ComputeClass maxSharedClientsPerGPU); use an "
+                               "integer from %d to %d" % (replicas, sharing["mode"], low, high))
             if sharing.get("mode") in GKE_STRATEGIES and sharing.get("rename_by_default"):
                 problems.error(var + ".rename_by_default", "true is not possible on %s: GKE advertises shared GPUs "
                                "as nvidia.com/gpu; use one of: false" % platform)

@@ -106,9 +106,12 @@ def placement(pool, platform, gpus=None, runtime_class=None):
     out = {"resources": {"limits": {resource_name(pool, platform): count}}}
     facts = GPU_TYPES[pool["gpu_type"]]
     if pool.get("compute_class") and platform in ("gke", "gke-autopilot"):
-        # a ComputeClass carries the hardware choice; other hard selectors would fight it
-        # GPU sharing is not part of the ComputeClass schema gpufleet validates against: the pod's
-        # GKE sharing labels ask node auto-creation for a shared node pool.
+        # a ComputeClass carries the hardware choice; other hard selectors would fight it.
+        # The GKE sharing labels stay in both cases: without gpuSharing in the class (GKE version
+        # unknown or < 1.35.2-gke.1485000, gke.py) they ask node auto-creation for a shared node
+        # pool; with it, GKE puts the same labels (strategy, clients per GPU, partition size) on the
+        # nodes the class creates, so the pod asks for exactly what those nodes carry and never
+        # lands on an unshared node of the class.
         out["nodeSelector"] = dict({COMPUTE_CLASS_LABEL: pool["name"]}, **gke_sharing_selector(pool))
     elif platform == "gke-autopilot":
         selector = {"cloud.google.com/gke-accelerator": facts["gke_accelerator"]}

@@ -49,6 +49,11 @@ KARPENTER_VERSION = re.compile(r"^v?([0-9]+)\.([0-9]+)(\.[0-9]+)?$")
 # amiSelectorTerms[].ssmParameter exists from karpenter-provider-aws v1.4.
 SSM_PARAMETER_MIN_KARPENTER = (1, 4)
 SELECTOR_TERM_KEYS = ("id", "name", "tags")
+# GKE version strings: MAJOR.MINOR.PATCH-gke.BUILD (e.g. 1.35.2-gke.1485000), compared numerically
+GKE_VERSION = re.compile(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)-gke\.([0-9]+)$")
+# first GKE version whose ComputeClass has priorities[].gpu.gpuSharing (gke.py renders it)
+GPU_SHARING_MIN_GKE = (1, 35, 2, 1485000)
+GPU_SHARING_MIN_GKE_TEXT = "1.35.2-gke.1485000"
 
 EKS_ZONE = re.compile(r"^(?P<region>[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]+)(?P<zone>[a-z])$")
 GKE_ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+[0-9]+)-(?P<zone>[a-z])$")
@@ -73,6 +78,12 @@ def resolve_settings(values):
         if short in out:
             out[short] = copy.deepcopy(value)
     return out
+
+
+def parse_gke_version(text):
+    """'1.35.2-gke.1485000' -> (1, 35, 2, 1485000); None when ``text`` is not a GKE version."""
+    match = GKE_VERSION.match(text.strip()) if isinstance(text, str) else None
+    return tuple(int(part) for part in match.groups()) if match else None
 
 
 def zone_region(zone, platform):
@@ -322,6 +333,7 @@ def _check_settings(platform, settings, problems):
             problems.error("gpu_pools_region", "%r is not a %s region name; use one of: %s" % (
                 region, _cloud_name(platform), "us-east-1, eu-west-1, ..." if platform == "eks"
                 else "us-central1, europe-west4, ..."))
+    _check_gke_version(platform, settings, problems)
     if platform == "eks":
         _check_eks_ami(settings, problems)
         _check_terms("gpu_pools_eks_ami_selector_terms", settings["eks_ami_selector_terms"], AMI_TERM_KEYS,
@@ -334,6 +346,18 @@ def _check_settings(platform, settings, problems):
     if not isinstance(image, str) or ":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest"):
         problems.error("gpu_pools_example_image", "%r is not pinned; use an image with a fixed tag or digest, "
                        "e.g. nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0" % (image,))
+
+
+def _check_gke_version(platform, settings, problems):
+    """gpu_pools_gke_version: a GKE version string (it decides ComputeClass gpuSharing), or empty."""
+    version = settings["gke_version"]
+    if version in ("", None):
+        return
+    if parse_gke_version(version) is None:
+        problems.error("gpu_pools_gke_version", "%r is not a GKE version; use MAJOR.MINOR.PATCH-gke.BUILD as "
+                       "GKE reports it (e.g. %s), or \"\" when unknown" % (version, GPU_SHARING_MIN_GKE_TEXT))
+    elif platform not in GKE_PLATFORMS:
+        problems.warn("gpu_pools_gke_version", "is only used on gke and gke-autopilot (platform %s)" % platform)
 
 
 def _check_eks_ami(settings, problems):

@@ -13,6 +13,7 @@ __metaclass__ = type
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import upgrade_plan
 from ansible_collections.gpufleet.k8s.plugins.module_utils import pools_check
+from ansible_collections.gpufleet.k8s.plugins.module_utils import gke
 from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_presets
 from ansible_collections.gpufleet.k8s.plugins.module_utils import driver_compat
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import validate_inventory
@@ -30,6 +31,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import runtime_remova
 CHECKS = []
 CHECKS.append(upgrade_plan.check)
 CHECKS.append(pools_check.check)
+CHECKS.append(gke.check)
 CHECKS.append(containerd_presets.check)
 CHECKS.append(addons_preflight.check)
 CHECKS.append(driver_compat.check)
