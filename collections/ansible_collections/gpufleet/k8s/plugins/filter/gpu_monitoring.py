@@ -7,16 +7,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
-
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_monitoring
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-
-
-def _plain(value):
-    return json.loads(json.dumps(value))
+from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain as _plain
 
 
 def gpu_monitoring_problems(plan, inputs):
