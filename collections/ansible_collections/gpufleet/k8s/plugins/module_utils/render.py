@@ -33,7 +33,9 @@ def _str_presenter(dumper, data):
 
 
 if HAS_YAML:  # else the module fails first (yaml_support.require_yaml)
-    class _Dumper(yaml.SafeDumper):
+    # libyaml's emitter when PyYAML has it: the same text (checked on every rendered file of the
+    # example and 200-pool inventories, and by the golden tests), about five times faster.
+    class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
         """Block style, multi-line strings as literal blocks (ConfigMap data stays readable)."""
 
     _Dumper.add_representer(str, _str_presenter)
