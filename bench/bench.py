@@ -7,7 +7,10 @@ For each run: fresh containers (untimed prepare), then (a) `ansible -m ping` (th
 (b) the node stage as shipped (playbooks/nodes.yml: gpu_node_prep, nvidia_driver with Debian's
 package, nvidia_container_toolkit from the stand-in repository, containerd runtime config) first
 converge, (c) the same again (no-op: the fast path), (d) again with gpufleet_node_fast_path=false
-(every task of the three roles runs and changes nothing). Over SSH (default) every container runs sshd on its own
+(every task of the three roles runs and changes nothing), and (e) the floor of (b): on another set of fresh
+containers with the apt sources (b) configured, one bare `apt-get update && apt-get install` per host, in
+parallel, of exactly the package versions (b) installed (read from dpkg on the first host before and after
+(b)); (b)/(e) says what gpufleet costs on top of the package installs themselves. Over SSH (default) every container runs sshd on its own
 port of 127.0.0.1 and Ansible pipelines; each phase opens its own connections. Prints median wall times,
 the (c)/(a) ratio, tasks executed per host and the controller's peak memory (RSS of
 ansible-playbook and its forks as measured by GNU time's %M for the largest process).
@@ -130,6 +133,12 @@ def timed(cmd, env):
     return wall, rss, proc.stdout
 
 
+def installed(name):
+    """``package=version`` of every package dpkg has installed on container ``name``."""
+    out = sh(["podman", "exec", name, "dpkg-query", "-W", "-f", "${db:Status-Abbrev} ${Package}=${Version}\\n"]).stdout
+    return [line.split()[1] for line in out.splitlines() if line.startswith("ii ")]
+
+
 def tasks_per_host(output):
     rows = [r for r in RECAP.findall(output) if r[0].startswith(PREFIX)]
     per_host = [int(ok) + int(changed) for _h, ok, changed, _u, _f, _s in rows]
@@ -145,6 +154,7 @@ def main():
     parser.add_argument("--connection", choices=("ssh", "podman"), default="ssh",
                         help="ssh (default; sshd in every container, pipelining on, like a real fleet) or"
                              " containers.podman.podman (cannot pipeline)")
+    parser.add_argument("--no-floor", action="store_true", help="skip (e), the bare apt-get floor of the first converge")
     parser.add_argument("--keep", action="store_true", help="leave the containers running at the end")
     parser.add_argument("--log-dir", help="write each phase's output to LOG_DIR/run<N>-<phase>.log (with"
                                           " ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks: time per task)")
@@ -165,17 +175,30 @@ def main():
                ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"), ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"),
                ANSIBLE_NOCOLOR="1", PATH=BIN + os.pathsep + os.environ["PATH"])
     playbook = [os.path.join(BIN, "ansible-playbook"), "-i", inventory]
-    results = {"ping": [], "first": [], "noop": [], "full": []}
+    results = {"ping": [], "first": [], "noop": [], "full": [], "floor": []}
     rss = dict((k, 0.0) for k in results)
     tasks = {}
+    def prepare():
+        containers_up(args.hosts, pubkey)
+        prep = subprocess.run(playbook + [os.path.join(ROOT, "bench", "prepare.yml"), "-e", "bench_repo=" + repo],
+                              cwd=ROOT, env=env, capture_output=True, text=True)
+        if prep.returncode != 0:
+            sys.stderr.write(prep.stdout[-4000:] + prep.stderr[-2000:])
+            raise SystemExit("bench: preparing the hosts failed")
+
+    def record(phase, run, wall, peak, out):
+        if args.log_dir:
+            os.makedirs(args.log_dir, exist_ok=True)
+            with open(os.path.join(args.log_dir, "run%d-%s.log" % (run + 1, phase)), "w") as handle:
+                handle.write(out)
+        results[phase].append(wall)
+        rss[phase] = max(rss[phase], peak)
+        print("run %d/%d %-5s %7.1f s  peak %6.1f MiB" % (run + 1, args.runs, phase, wall, peak), flush=True)
+
     try:
         for run in range(args.runs):
-            containers_up(args.hosts, pubkey)
-            prep = subprocess.run(playbook + [os.path.join(ROOT, "bench", "prepare.yml"), "-e", "bench_repo=" + repo],
-                                  cwd=ROOT, env=env, capture_output=True, text=True)
-            if prep.returncode != 0:
-                sys.stderr.write(prep.stdout[-4000:] + prep.stderr[-2000:])
-                raise SystemExit("bench: preparing the hosts failed")
+            prepare()
+            before = installed(PREFIX + "00")
             for phase, cmd in (("ping", [os.path.join(BIN, "ansible"), "gpu_nodes", "-i", inventory, "-m", "ansible.builtin.ping"]),
                                ("first", playbook + [os.path.join(ROOT, "playbooks", "nodes.yml")]),
                                ("noop", playbook + [os.path.join(ROOT, "playbooks", "nodes.yml")]),
@@ -185,32 +208,49 @@ def main():
                 # ControlPersist master survives from the phase before.
                 phase_env = dict(env, ANSIBLE_SSH_CONTROL_PATH_DIR=tempfile.mkdtemp(dir=work, prefix="cp-"))
                 wall, peak, out = timed(cmd, phase_env)
-                if args.log_dir:
-                    os.makedirs(args.log_dir, exist_ok=True)
-                    with open(os.path.join(args.log_dir, "run%d-%s.log" % (run + 1, phase)), "w") as handle:
-                        handle.write(out)
-                results[phase].append(wall)
-                rss[phase] = max(rss[phase], peak)
                 if phase != "ping":
                     tasks[phase] = tasks_per_host(out)
-                print("run %d/%d %-5s %7.1f s  peak %6.1f MiB" % (run + 1, args.runs, phase, wall, peak), flush=True)
+                if phase == "first":
+                    packages = sorted(set(installed(PREFIX + "00")) - set(before))
+                    apt_state = subprocess.run(["podman", "exec", PREFIX + "00", "tar", "-C", "/", "-czf", "-", "etc/apt",
+                                                "usr/share/keyrings"], check=True, capture_output=True).stdout
+                record(phase, run, wall, peak, out)
+            if args.no_floor:
+                continue
+            # (e) the floor: fresh hosts, the apt sources and keys (b) left (untimed), then the same
+            # package versions with one bare apt-get per host, all hosts in parallel
+            prepare()
+            for i in range(args.hosts):
+                subprocess.run(["podman", "exec", "-i", "%s%02d" % (PREFIX, i), "tar", "-C", "/", "-xzf", "-"],
+                               input=apt_state, check=True, capture_output=True)
+            floor = [os.path.join(BIN, "ansible"), "gpu_nodes", "-i", inventory, "-m", "ansible.builtin.shell", "-a",
+                     "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "
+                     + " ".join(packages)]
+            wall, peak, out = timed(floor, dict(env, ANSIBLE_SSH_CONTROL_PATH_DIR=tempfile.mkdtemp(dir=work, prefix="cp-")))
+            tasks["floor"] = (1, len(packages))
+            record("floor", run, wall, peak, out)
     finally:
         if not args.keep:
             containers_down()
         shutil.rmtree(work, ignore_errors=True)
-    med = {k: statistics.median(v) for k, v in results.items()}
+    med = {k: statistics.median(v) for k, v in results.items() if v}
     print()
     print("hosts=%d forks=%d runs=%d connection=%s" % (args.hosts, args.forks, args.runs, args.connection))
     print("| phase | median wall s | runs (s) | tasks/host | changed | peak controller RSS MiB |")
     print("|---|---|---|---|---|---|")
     for phase, label in (("ping", "(a) ansible -m ping (floor)"), ("first", "(b) node stage, first converge"),
                          ("noop", "(c) node stage, no-op re-run"),
-                         ("full", "(d) no-op re-run, fast path off (every task runs)")):
+                         ("full", "(d) no-op re-run, fast path off (every task runs)"),
+                         ("floor", "(e) floor of (b): bare apt-get install of its packages (changed: packages)")):
+        if phase not in med:
+            continue
         done, changed = tasks.get(phase, (1, 0))
         print("| %s | %.1f | %s | %d | %d | %.0f |" % (label, med[phase], ", ".join("%.1f" % v for v in results[phase]),
                                                        done, changed, rss[phase]))
     print()
     print("no-op / ping ratio: %.2f (fast path off: %.2f)" % (med["noop"] / med["ping"], med["full"] / med["ping"]))
+    if "floor" in med:
+        print("first converge / apt floor ratio: %.2f" % (med["first"] / med["floor"]))
 
 
 if __name__ == "__main__":

@@ -124,3 +124,11 @@ def test_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch
 
 def test_apply_render_is_the_old_name_of_write_planned():
     assert files.apply_render is files.write_planned
+
+
+def test_write_file_writes_bytes_as_they_are(tmp_path):
+    """runtime_removal restores users' files byte for byte through the same writer."""
+    data = b"\xff\xfe not utf-8 \r\n\x00"
+    files.write_file(str(tmp_path / "d" / "f"), data, 0o600)
+    assert (tmp_path / "d" / "f").read_bytes() == data
+    assert (tmp_path / "d" / "f").stat().st_mode & 0o777 == 0o600

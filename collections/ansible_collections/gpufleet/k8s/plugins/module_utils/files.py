@@ -61,7 +61,8 @@ def change_diffs(changes):
 
 
 def write_file(path, text, mode=None, backup_suffix=None):
-    """Write ``text`` to ``path`` atomically (temporary file in the same directory, fsync, rename).
+    """Write ``text`` (str, or bytes written as they are) to ``path`` atomically (temporary file in the
+    same directory, fsync, rename).
 
     ``mode``: permission bits (None: keep the existing file's, 0644 for a new file). With
     ``backup_suffix``, an existing file is first copied to ``path + backup_suffix``. Returns the
@@ -78,7 +79,7 @@ def write_file(path, text, mode=None, backup_suffix=None):
             shutil.copy2(path, saved)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-gpufleet-", dir=directory)
     try:
-        with os.fdopen(fd, "w") as handle:
+        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

@@ -46,6 +46,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_pla
 from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_presets as presets
 from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_toml as ctoml
 from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_validate as cvalidate
+from ansible_collections.gpufleet.k8s.plugins.module_utils.files import write_file
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 
 RECORD_PATH = "/var/lib/gpufleet/runtime-config-originals.json"
@@ -355,21 +356,8 @@ def validate_removal(binary, root_path, files, runtime_name="nvidia", read=read_
 
 
 def write_bytes(path, data, mode):
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o755)
-    fd, tmp = tempfile.mkstemp(prefix=".gpufleet-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.rename(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """``data`` to ``path`` with permission bits ``mode``, atomically (gpufleet's one file writer)."""
+    write_file(path, data, mode)
 
 
 def backup_dir_for(record_path):
