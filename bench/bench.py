@@ -178,6 +178,7 @@ def main():
     results = {"ping": [], "first": [], "noop": [], "full": [], "floor": []}
     rss = dict((k, 0.0) for k in results)
     tasks = {}
+
     def prepare():
         containers_up(args.hosts, pubkey)
         prep = subprocess.run(playbook + [os.path.join(ROOT, "bench", "prepare.yml"), "-e", "bench_repo=" + repo],
