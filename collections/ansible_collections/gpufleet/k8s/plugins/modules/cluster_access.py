@@ -23,20 +23,17 @@ description:
 author:
   - gpufleet maintainers (@gpufleet)
 extends_documentation_fragment:
+  - gpufleet.k8s.attributes
   - gpufleet.k8s.k8s_connection
+attributes:
+  diff_mode:
+    support: none
 options:
   kubeconfig:
     description:
       - Path to a kubeconfig (C(~) is expanded); named in the failure message, so not hidden.
         The stage playbooks set it from C(gpufleet_k8s_kubeconfig).
     type: path
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
 requirements:
   - kubernetes (Python client)
 """
