@@ -26,10 +26,7 @@ description:
 author:
   - gpufleet maintainers (@gpufleet)
 extends_documentation_fragment:
-  - gpufleet.k8s.attributes
-attributes:
-  diff_mode:
-    support: none
+  - gpufleet.k8s.attributes.no_diff
 options:
   project_dir:
     description: Root of the gpufleet project (holds C(roles/) and the playbooks).

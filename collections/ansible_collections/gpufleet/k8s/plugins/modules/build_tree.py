@@ -24,7 +24,7 @@ description:
 author:
   - gpufleet maintainers (@gpufleet)
 extends_documentation_fragment:
-  - gpufleet.k8s.attributes
+  - gpufleet.k8s.attributes.no_diff
 options:
   path:
     description: The build directory (real path, as preflight resolved it).
@@ -42,8 +42,6 @@ options:
 attributes:
   check_mode:
     details: In check mode nothing is copied or swapped; C(staged) returns I(path) itself.
-  diff_mode:
-    support: none
 """
 
 EXAMPLES = r"""

@@ -23,11 +23,8 @@ description:
 author:
   - gpufleet maintainers (@gpufleet)
 extends_documentation_fragment:
-  - gpufleet.k8s.attributes
+  - gpufleet.k8s.attributes.no_diff
   - gpufleet.k8s.k8s_connection
-attributes:
-  diff_mode:
-    support: none
 options:
   kubeconfig:
     description:

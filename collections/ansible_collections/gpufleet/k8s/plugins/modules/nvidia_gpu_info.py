@@ -27,10 +27,7 @@ description:
 author:
   - gpufleet maintainers (@gpufleet)
 extends_documentation_fragment:
-  - gpufleet.k8s.attributes
-attributes:
-  diff_mode:
-    support: none
+  - gpufleet.k8s.attributes.no_diff
 options:
   nvidia_smi_path:
     description:

@@ -21,10 +21,7 @@ description:
 author:
   - gpufleet maintainers (@gpufleet)
 extends_documentation_fragment:
-  - gpufleet.k8s.attributes
-attributes:
-  diff_mode:
-    support: none
+  - gpufleet.k8s.attributes.no_diff
 options:
   platform:
     description: Kubernetes platform of the cluster (C(gpufleet_platform)).

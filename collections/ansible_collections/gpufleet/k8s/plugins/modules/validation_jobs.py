@@ -45,13 +45,11 @@ options:
     type: int
     default: 5
 extends_documentation_fragment:
-  - gpufleet.k8s.attributes
+  - gpufleet.k8s.attributes.no_diff
   - gpufleet.k8s.k8s_connection
 attributes:
   check_mode:
     details: Reads once and does not wait.
-  diff_mode:
-    support: none
 requirements:
   - kubernetes (Python client)
 """
