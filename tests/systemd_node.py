@@ -75,6 +75,11 @@ def shell(name, cmd, check=True):
     return podman("exec", name, "sh", "-c", cmd, check=check)
 
 
+def shell_of(name):
+    """``sh(cmd, check=True)``: shell() bound to the container ``name``."""
+    return lambda cmd, check=True: shell(name, cmd, check)
+
+
 def apt_install(*packages):
     """The shell command that refreshes the package lists and installs ``packages`` quietly (stdout dropped)."""
     return ("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "

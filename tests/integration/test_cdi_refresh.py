@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from systemd_node import (DEBIAN12_DRIVER, TOOLKIT_PINNED, converge, podman, podman_inventory, remove, shell, start,
+from systemd_node import (DEBIAN12_DRIVER, TOOLKIT_PINNED, converge, podman, podman_inventory, remove, shell_of, start,
                          standin_toolkit_repo)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -23,8 +23,7 @@ LIB = "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so."
 DRIVER = DEBIAN12_DRIVER   # the installed driver before it moves to 580 (any R535 version would do)
 
 
-def sh(cmd, check=True):
-    return shell(NODE, cmd, check)
+sh = shell_of(NODE)   # a shell command in the node container
 
 
 @pytest.fixture(scope="module")

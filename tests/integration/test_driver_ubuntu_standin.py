@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from systemd_node import converge, podman_inventory, remove, shell, standin_apt_node
+from systemd_node import converge, podman_inventory, remove, shell_of, standin_apt_node
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -43,8 +43,7 @@ apt-get update -qq
 """
 
 
-def sh(cmd, check=True):
-    return shell(NODE, cmd, check)
+sh = shell_of(NODE)   # a shell command in the node container
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from systemd_node import (TOOLKIT_NEWER, TOOLKIT_PINNED, apt_install, boot, per_worker, podman, podman_inventory, remove,
-                         shell, standin_toolkit_repo)
+                         shell_of, standin_toolkit_repo)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -32,8 +32,7 @@ HOLD_LOCK = ("import fcntl, sys, time\n"
              "time.sleep(float(sys.argv[1]))\n")
 
 
-def sh(cmd, check=True):
-    return shell(NODE, cmd, check)
+sh = shell_of(NODE)   # a shell command in the node container
 
 
 def packages():

@@ -17,7 +17,7 @@ import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_host import (
     apt_kernel_plan)
-from systemd_node import converge, podman_inventory, remove, shell, standin_apt_node
+from systemd_node import converge, podman_inventory, remove, shell_of, standin_apt_node
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -35,8 +35,7 @@ apt-get update -qq && apt-get install -y -qq linux-image-amd64 >/dev/null
 """.replace("KERNEL", KERNEL)
 
 
-def sh(cmd, check=True):
-    return shell(NODE, cmd, check)
+sh = shell_of(NODE)   # a shell command in the node container
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp as ns
 from systemd_node import (DEBIAN12_DRIVER, DEBIAN12_DRIVER_PACKAGE, TOOLKIT_PINNED, apt_install, boot, node_stage_inventory,
-                         per_worker, podman, remove, shell, standin_toolkit_repo)
+                         per_worker, podman, remove, shell_of, standin_toolkit_repo)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -32,8 +32,7 @@ PIN = "/etc/apt/preferences.d/gpufleet-nvidia-driver.pref"
 UDEV = "/etc/udev/rules.d/71-nvidia-dev-char.rules"
 
 
-def sh(cmd, check=True):
-    return shell(NODE, cmd, check)
+sh = shell_of(NODE)   # a shell command in the node container
 
 
 def free_port():

@@ -19,7 +19,8 @@ import sys
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.filter.nvidia_driver import nvidia_driver_container
-from systemd_node import DEBIAN12_DRIVER, apt_install, node_stage_inventory, podman, remove, shell, start, standin_toolkit_repo
+from systemd_node import (DEBIAN12_DRIVER, apt_install, node_stage_inventory, podman, remove, shell_of, start,
+                         standin_toolkit_repo)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -30,8 +31,7 @@ SNAPSHOT = ("find /etc /var/lib/gpufleet -xdev \\( -type f -o -type l \\) 2>/dev
             " dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\\n'")
 
 
-def sh(cmd, check=True):
-    return shell(NODE, cmd, check)
+sh = shell_of(NODE)   # a shell command in the node container
 
 
 def probe_kv(text):

@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from systemd_node import apt_install, converge, podman, podman_inventory, remove, shell, start
+from systemd_node import apt_install, converge, podman, podman_inventory, remove, shell_of, start
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -48,8 +48,7 @@ STATE = ("rpm -qa | sort; dnf -q repolist --all 2>/dev/null | sort; cat /var/log
          " find /etc -xdev -type f 2>/dev/null | sort | xargs -r sha256sum")
 
 
-def sh(cmd, check=True):
-    return shell(NODE, cmd, check)
+sh = shell_of(NODE)   # a shell command in the node container
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from systemd_node import (apt_install, boot, converge, node_stage_inventory, per_worker, podman, remove, shell,
+from systemd_node import (apt_install, boot, converge, node_stage_inventory, per_worker, podman, remove, shell_of,
                          standin_toolkit_repo)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -49,8 +49,7 @@ SNAPSHOT = ("stat -c '%n %a %U:%G %s' " + CONFIG + " && sha256sum " + CONFIG + "
             " dpkg-query -W -f '${Package} ${db:Status-Abbrev}\\n' 2>/dev/null | awk '$2 !~ /^.n/' | grep nvidia || true")
 
 
-def sh(cmd, check=True):
-    return shell(NODE, cmd, check)
+sh = shell_of(NODE)   # a shell command in the node container
 
 
 @pytest.fixture(scope="module")
