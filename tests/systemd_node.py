@@ -1,5 +1,6 @@
 """A real Debian systemd container for the integration tests (podman, images from scripts/harness-setup.sh)."""
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -24,6 +25,12 @@ _VERSIONS = _standin_versions()
 TOOLKIT_OLDER = _VERSIONS["TOOLKIT_OLDER"]
 TOOLKIT_PINNED = _VERSIONS["TOOLKIT_PINNED"]
 TOOLKIT_NEWER = _VERSIONS["TOOLKIT_NEWER"]
+
+# The nvidia-driver version Debian 12's non-free archive (bookworm) offers, which the node-stage tests
+# install for real; the other tests use it as a realistic R535 version. The one place to change when
+# Debian moves it (molecule/nvidia_driver names it too, see its molecule.yml).
+DEBIAN12_DRIVER = "535.261.03"
+DEBIAN12_DRIVER_PACKAGE = DEBIAN12_DRIVER + "-1"
 
 
 def per_worker(name):
@@ -55,6 +62,79 @@ def boot(name, *run_args, image=DEBIAN12, timeout=60):
 
 def remove(name):
     podman("rm", "-f", "-t", "0", name, check=False)
+
+
+def start(name, *run_args, image=DEBIAN12):
+    """Start ``name`` fresh WITHOUT systemd: PID 1 is ``sleep infinity`` (``run_args`` go to ``podman run``)."""
+    remove(name)
+    podman("run", "-d", "--name", name, *run_args, image, "sleep", "infinity")
+
+
+def shell(name, cmd, check=True):
+    """Run ``cmd`` with sh inside the container ``name``."""
+    return podman("exec", name, "sh", "-c", cmd, check=check)
+
+
+def shell_of(name):
+    """``sh(cmd, check=True)``: shell() bound to the container ``name``."""
+    return lambda cmd, check=True: shell(name, cmd, check)
+
+
+def apt_install(*packages):
+    """The shell command that refreshes the package lists and installs ``packages`` quietly (stdout dropped)."""
+    return ("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "
+            + " ".join(packages) + " >/dev/null")
+
+
+def standin_apt_node(name, build):
+    """A plain Debian 12 container (no systemd) with apt-utils, where the shell script ``build`` has
+    built and registered a local stand-in apt repository."""
+    start(name)
+    shell(name, apt_install("apt-utils") + " 2>&1")
+    shell(name, build)
+
+
+def _host_vars(host_vars, indent):
+    return "".join("%s%s: %s\n" % (" " * indent, key, json.dumps(value)) for key, value in host_vars.items())
+
+
+def podman_inventory(path, name, **host_vars):
+    """Write at ``path`` an inventory of the one container ``name`` reached with the podman connection."""
+    path.write_text("all:\n  hosts:\n    %s:\n      ansible_connection: containers.podman.podman\n"
+                    "      ansible_python_interpreter: /usr/bin/python3\n%s" % (name, _host_vars(host_vars, 6)))
+    return str(path)
+
+
+# The node stage's inputs on a Debian 12 node: Debian's own R535 driver (past end of life, allowed on
+# purpose), the toolkit from the stand-in repository copied to /srv/repo, a self-managed cluster in
+# apply mode with one pool.
+NODE_STAGE_VARS = """all:
+  vars:
+    ansible_python_interpreter: /usr/bin/python3
+    nvidia_driver_version: "%(driver)s"
+    nvidia_driver_source: distribution
+    nvidia_driver_flavour: proprietary
+    gpufleet_allow_eol_driver: true
+    nvidia_container_toolkit_repo_url: file:/srv/repo
+    nvidia_container_toolkit_repo_suite: ./
+    nvidia_container_toolkit_repo_trusted: true
+    nvidia_container_toolkit_repo_key_url: ""
+    gpufleet_platform: kubeadm
+    gpufleet_cluster_name: %(cluster)s
+    gpufleet_apply: true
+    gpufleet_gpu_pools: [{name: infer-t4, gpu_type: t4, node_group: gpu_nodes}]
+  children:
+    gpu_nodes:
+      hosts:
+        %(name)s:
+"""
+
+
+def node_stage_inventory(path, name, cluster, **host_vars):
+    """Write at ``path`` the node stage's inventory (NODE_STAGE_VARS) of the one GPU node ``name``."""
+    path.write_text(NODE_STAGE_VARS % {"driver": DEBIAN12_DRIVER, "cluster": cluster, "name": name}
+                    + _host_vars(host_vars, 10))
+    return str(path)
 
 
 def standin_toolkit_repo(path):

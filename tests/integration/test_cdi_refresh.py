@@ -7,13 +7,12 @@ writes a small spec), an nvidia-smi script, and the driver's library as an empty
 libnvidia-ml.so.<version> file, which is what the role reads the installed driver version from.
 """
 import os
-import re
-import subprocess
 import sys
 
 import pytest
 
-from systemd_node import DEBIAN12, TOOLKIT_PINNED, converge, podman, remove, standin_toolkit_repo
+from systemd_node import (DEBIAN12_DRIVER, TOOLKIT_PINNED, converge, podman, podman_inventory, remove, shell_of, start,
+                         standin_toolkit_repo)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -21,25 +20,22 @@ NODE = "gpufleet-i15-cdi"
 SPEC = "/etc/cdi/nvidia.yaml"
 RECORD = "/var/lib/gpufleet/cdi-nvidia-driver-version"
 LIB = "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so."
+DRIVER = DEBIAN12_DRIVER   # the installed driver before it moves to 580 (any R535 version would do)
 
 
-def sh(cmd, check=True):
-    return podman("exec", NODE, "sh", "-c", cmd, check=check)
+sh = shell_of(NODE)   # a shell command in the node container
 
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
     work = tmp_path_factory.mktemp("cdi")
     repo = standin_toolkit_repo(work / "repo")
-    remove(NODE)
-    podman("run", "-d", "--name", NODE, DEBIAN12, "sleep", "infinity")
+    start(NODE)
     podman("cp", repo, NODE + ":/srv/repo")
     sh("dpkg -i /srv/repo/*_%s_amd64.deb >/dev/null" % TOOLKIT_PINNED +
        " && printf '#!/bin/sh\\necho stand-in nvidia-smi\\n' > /usr/local/bin/nvidia-smi && chmod 755 /usr/local/bin/nvidia-smi"
-       " && touch %s535.261.03" % LIB)
-    inv = work / "hosts.yml"
-    inv.write_text("all:\n  hosts:\n    %s:\n      ansible_connection: containers.podman.podman\n"
-                   "      ansible_python_interpreter: /usr/bin/python3\n" % NODE)
+       " && touch %s%s" % (LIB, DRIVER))
+    inv = podman_inventory(work / "hosts.yml", NODE)
     playbook = work / "cdi.yml"
     playbook.write_text("""- name: CDI tasks of the toolkit role
   hosts: all
@@ -50,7 +46,7 @@ def node(tmp_path_factory):
         name: nvidia_container_toolkit
         tasks_from: cdi.yml
 """)
-    yield {"inventory": str(inv), "playbook": str(playbook)}
+    yield {"inventory": inv, "playbook": str(playbook)}
     remove(NODE)
 
 
@@ -60,17 +56,17 @@ def play(node, *args):
 
 def test_generated_once_then_again_only_when_the_driver_version_changes(node):
     changed, out = play(node)
-    assert changed == 3 and "Generate the CDI specification of the GPUs (driver 535.261.03)" in out
+    assert changed == 3 and "Generate the CDI specification of the GPUs (driver %s)" % DRIVER in out
     assert "cdiVersion" in sh("cat " + SPEC).stdout
-    assert sh("cat " + RECORD).stdout == "535.261.03\n"
+    assert sh("cat " + RECORD).stdout == DRIVER + "\n"
     assert play(node)[0] == 0
 
     # the driver moves to 580: the spec (marked here to see it replaced) is generated again
-    sh("echo '# stale spec of driver 535' > %s && rm %s535.261.03 && touch %s580.159.04" % (SPEC, LIB, LIB))
+    sh("echo '# stale spec of driver 535' > %s && rm %s%s && touch %s580.159.04" % (SPEC, LIB, DRIVER, LIB))
     before = sh("cat %s %s" % (SPEC, RECORD)).stdout
     changed, out = play(node, "--check", "--diff")
     assert changed == 1 and sh("cat %s %s" % (SPEC, RECORD)).stdout == before   # check mode: reported, not done
-    assert "would be generated for driver 580.159.04 (last generated for: 535.261.03)" in out
+    assert "would be generated for driver 580.159.04 (last generated for: %s)" % DRIVER in out
     changed, out = play(node)
     assert changed == 2 and "(driver 580.159.04)" in out
     assert "stale spec" not in sh("cat " + SPEC).stdout and "cdiVersion" in sh("cat " + SPEC).stdout

@@ -15,13 +15,11 @@ one is offered, nvidia_driver_state says what is pinned and held, second run cha
 """
 import json
 import os
-import re
-import subprocess
 import sys
 
 import pytest
 
-from systemd_node import DEBIAN12, converge, podman, remove
+from systemd_node import converge, podman_inventory, remove, shell_of, standin_apt_node
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -45,30 +43,19 @@ apt-get update -qq
 """
 
 
-def sh(cmd, check=True):
-    return podman("exec", NODE, "sh", "-c", cmd, check=check)
+sh = shell_of(NODE)   # a shell command in the node container
 
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
     work = tmp_path_factory.mktemp("ubuntu")
-    remove(NODE)
-    podman("run", "-d", "--name", NODE, DEBIAN12, "sleep", "infinity")
-    sh("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends apt-utils >/dev/null 2>&1")
-    sh(BUILD)
+    standin_apt_node(NODE, BUILD)
     sh("cat > /etc/os-release <<'EOF'\n%sEOF\n" % OS_RELEASE)
-    inv = work / "hosts.yml"
-    inv.write_text("""all:
-  hosts:
-    %s:
-      ansible_connection: containers.podman.podman
-      ansible_python_interpreter: /usr/bin/python3
-      nvidia_driver_version: "580.95.05"
-      nvidia_driver_source: distribution
-""" % NODE)
+    inv = podman_inventory(work / "hosts.yml", NODE, nvidia_driver_version="580.95.05",
+                           nvidia_driver_source="distribution")
     playbook = work / "driver.yml"
     playbook.write_text("- name: Driver\n  hosts: all\n  gather_facts: false\n  roles: [nvidia_driver]\n")
-    yield {"inventory": str(inv), "playbook": str(playbook)}
+    yield {"inventory": inv, "playbook": str(playbook)}
     remove(NODE)
 
 

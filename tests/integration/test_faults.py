@@ -18,7 +18,8 @@ import time
 
 import pytest
 
-from systemd_node import TOOLKIT_NEWER, TOOLKIT_PINNED, boot, per_worker, podman, remove, standin_toolkit_repo
+from systemd_node import (TOOLKIT_NEWER, TOOLKIT_PINNED, apt_install, boot, per_worker, podman, podman_inventory, remove,
+                         shell_of, standin_toolkit_repo)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -31,8 +32,7 @@ HOLD_LOCK = ("import fcntl, sys, time\n"
              "time.sleep(float(sys.argv[1]))\n")
 
 
-def sh(cmd, check=True):
-    return podman("exec", NODE, "sh", "-c", cmd, check=check)
+sh = shell_of(NODE)   # a shell command in the node container
 
 
 def packages():
@@ -53,15 +53,10 @@ def inventory(tmp_path_factory):
     work = tmp_path_factory.mktemp("faults")
     repo = standin_toolkit_repo(work / "repo")
     boot(NODE)
-    sh("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends containerd >/dev/null"
-       " && systemctl enable --now containerd")
+    sh(apt_install("containerd") + " && systemctl enable --now containerd")
     podman("cp", repo, NODE + ":/srv/repo")
-    inv = work / "hosts.yml"
-    inv.write_text("all:\n  hosts:\n    %s:\n      ansible_connection: containers.podman.podman\n"
-                   "      ansible_python_interpreter: /usr/bin/python3\n"
-                   "      nvidia_container_toolkit_repo_suite: ./\n"
-                   "      nvidia_container_toolkit_repo_trusted: true\n" % NODE)
-    yield str(inv)
+    yield podman_inventory(work / "hosts.yml", NODE, nvidia_container_toolkit_repo_suite="./",
+                           nvidia_container_toolkit_repo_trusted=True)
     remove(NODE)
 
 

@@ -11,15 +11,13 @@ build for the kernel the next upgrade brings); with nvidia_driver_hold_kernel th
 what brings new kernels - are held, not the running kernel's versioned packages; second run changed=0.
 """
 import os
-import re
-import subprocess
 import sys
 
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_host import (
     apt_kernel_plan)
-from systemd_node import DEBIAN12, converge, podman, remove
+from systemd_node import converge, podman_inventory, remove, shell_of, standin_apt_node
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -37,20 +35,14 @@ apt-get update -qq && apt-get install -y -qq linux-image-amd64 >/dev/null
 """.replace("KERNEL", KERNEL)
 
 
-def sh(cmd, check=True):
-    return podman("exec", NODE, "sh", "-c", cmd, check=check)
+sh = shell_of(NODE)   # a shell command in the node container
 
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
     work = tmp_path_factory.mktemp("kernel")
-    remove(NODE)
-    podman("run", "-d", "--name", NODE, DEBIAN12, "sleep", "infinity")
-    sh("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends apt-utils >/dev/null 2>&1")
-    sh(BUILD)
-    inv = work / "hosts.yml"
-    inv.write_text("all:\n  hosts:\n    %s:\n      ansible_connection: containers.podman.podman\n"
-                   "      ansible_python_interpreter: /usr/bin/python3\n" % NODE)
+    standin_apt_node(NODE, BUILD)
+    inv = podman_inventory(work / "hosts.yml", NODE)
     playbook = work / "kernel.yml"
     playbook.write_text("""- name: Kernel guard of the driver role
   hosts: all
@@ -66,7 +58,7 @@ def node(tmp_path_factory):
         __nvidia_driver_plan: {os_family: Debian, sign_modules: false}
         __nvidia_driver_headers_package: "linux-headers-{{ ansible_facts.kernel }}"
 """)
-    yield {"inventory": str(inv), "playbook": str(playbook)}
+    yield {"inventory": inv, "playbook": str(playbook)}
     remove(NODE)
 
 

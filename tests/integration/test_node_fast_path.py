@@ -1,8 +1,8 @@
 """The node stage's no-op fast path (playbooks/nodes.yml + gpufleet.k8s.node_stamp) on a real host.
 
 One Debian 12 systemd container with Debian's containerd, reached over SSH with pipelining like a
-real node; the stage installs Debian's real nvidia-driver 535.261.03 (no GPU here: the driver role
-knows it runs in a container and builds no module) and the container toolkit from the local
+real node; the stage installs Debian's real nvidia-driver, version systemd_node.DEBIAN12_DRIVER (no
+GPU here: the driver role knows it runs in a container and builds no module) and the container toolkit from the local
 stand-in repository (NVIDIA's repository is unreachable here; build-standin-repo.sh builds packages
 with the real names and versions).
 
@@ -21,7 +21,8 @@ import sys
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp as ns
-from systemd_node import TOOLKIT_PINNED, boot, per_worker, podman, remove, standin_toolkit_repo
+from systemd_node import (DEBIAN12_DRIVER, DEBIAN12_DRIVER_PACKAGE, TOOLKIT_PINNED, apt_install, boot, node_stage_inventory,
+                         per_worker, podman, remove, shell_of, standin_toolkit_repo)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -31,8 +32,7 @@ PIN = "/etc/apt/preferences.d/gpufleet-nvidia-driver.pref"
 UDEV = "/etc/udev/rules.d/71-nvidia-dev-char.rules"
 
 
-def sh(cmd, check=True):
-    return podman("exec", NODE, "sh", "-c", cmd, check=check)
+sh = shell_of(NODE)   # a shell command in the node container
 
 
 def free_port():
@@ -50,39 +50,16 @@ def work(tmp_path_factory):
     port = free_port()
     # host network: sshd on its own loopback port (no other address is needed)
     boot(NODE, "--network", "host")
-    sh("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends"
-       " containerd openssh-server >/dev/null && systemctl enable --now containerd && systemctl stop ssh"
+    sh(apt_install("containerd", "openssh-server") + " && systemctl enable --now containerd && systemctl stop ssh"
        " && printf 'Port %d\\nListenAddress 127.0.0.1\\nPermitRootLogin prohibit-password\\n'"
        " > /etc/ssh/sshd_config.d/test.conf && mkdir -p -m 700 /root/.ssh && systemctl start ssh" % port)
     podman("cp", str(key) + ".pub", NODE + ":/root/.ssh/authorized_keys")
     podman("cp", repo, NODE + ":/srv/repo")
-    inv = work / "hosts.yml"
-    inv.write_text("""all:
-  vars:
-    ansible_python_interpreter: /usr/bin/python3
-    nvidia_driver_version: "535.261.03"
-    nvidia_driver_source: distribution
-    nvidia_driver_flavour: proprietary
-    gpufleet_allow_eol_driver: true
-    nvidia_container_toolkit_repo_url: file:/srv/repo
-    nvidia_container_toolkit_repo_suite: ./
-    nvidia_container_toolkit_repo_trusted: true
-    nvidia_container_toolkit_repo_key_url: ""
-    gpufleet_platform: kubeadm
-    gpufleet_cluster_name: fastpath
-    gpufleet_apply: true
-    gpufleet_gpu_pools: [{name: infer-t4, gpu_type: t4, node_group: gpu_nodes}]
-  children:
-    gpu_nodes:
-      hosts:
-        %s:
-          ansible_host: 127.0.0.1
-          ansible_port: %d
-          ansible_user: root
-          ansible_ssh_private_key_file: %s
-          ansible_ssh_common_args: -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR
-""" % (NODE, port, key))
-    yield {"inventory": str(inv), "dir": work}
+    inv = node_stage_inventory(
+        work / "hosts.yml", NODE, "fastpath", ansible_host="127.0.0.1", ansible_port=port, ansible_user="root",
+        ansible_ssh_private_key_file=str(key),
+        ansible_ssh_common_args="-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR")
+    yield {"inventory": inv, "dir": work}
     remove(NODE)
 
 
@@ -163,7 +140,7 @@ def test_first_converge_writes_and_installs_only_watched_things(work):
     assert tasks > 30
     # the run did write and install things (else this check would pass on nothing)
     assert {PIN, UDEV, "/etc/ansible/facts.d/gpufleet_nvidia_driver.fact"} <= paths, sorted(paths)
-    assert {"nvidia-driver=535.261.03-*", "nvidia-container-toolkit=" + TOOLKIT_PINNED} <= packages, sorted(packages)
+    assert {"nvidia-driver=%s-*" % DEBIAN12_DRIVER, "nvidia-container-toolkit=" + TOOLKIT_PINNED} <= packages, sorted(packages)
     # the stamp and gpufleet's state directory it lives in (also home of the CDI generation record, which is watched)
     assert [p for p in paths - {STAMP, os.path.dirname(STAMP)} if not ns.covered(p, watch)] == []
     assert [p for p in packages if not ns.package_watched(p, watch)] == []
@@ -192,7 +169,7 @@ DRIFT = [
      "cp -a /root/pin.bak %s" % PIN, "path %s: file 0:0 0644 sha256=" % PIN),
     ("pin file mode", "chmod 0600 " + PIN, "chmod 0644 " + PIN, "path %s: file 0:0 0644" % PIN),
     ("driver unheld", "apt-mark unhold nvidia-driver >/dev/null", "apt-mark hold nvidia-driver >/dev/null",
-     "package nvidia-driver: 535.261.03-1 hi -> 535.261.03-1 ii"),
+     "package nvidia-driver: %s hi -> %s ii" % (DEBIAN12_DRIVER_PACKAGE, DEBIAN12_DRIVER_PACKAGE)),
     ("toolkit removed", "dpkg -r --force-depends nvidia-container-toolkit >/dev/null 2>&1",
      "DEBIAN_FRONTEND=noninteractive apt-get install -qq -y --allow-change-held-packages nvidia-container-toolkit=%s >/dev/null 2>&1" % TOOLKIT_PINNED,
      "package nvidia-container-toolkit: %s ii -> " % TOOLKIT_PINNED),

@@ -19,7 +19,8 @@ import sys
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.filter.nvidia_driver import nvidia_driver_container
-from systemd_node import DEBIAN12, podman, remove, standin_toolkit_repo
+from systemd_node import (DEBIAN12_DRIVER, apt_install, node_stage_inventory, podman, remove, shell_of, start,
+                         standin_toolkit_repo)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -30,8 +31,7 @@ SNAPSHOT = ("find /etc /var/lib/gpufleet -xdev \\( -type f -o -type l \\) 2>/dev
             " dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\\n'")
 
 
-def sh(cmd, check=True):
-    return podman("exec", NODE, "sh", "-c", cmd, check=check)
+sh = shell_of(NODE)   # a shell command in the node container
 
 
 def probe_kv(text):
@@ -42,35 +42,12 @@ def probe_kv(text):
 def node(tmp_path_factory):
     work = tmp_path_factory.mktemp("nosystemd")
     repo = standin_toolkit_repo(work / "repo")
-    remove(NODE)
-    podman("run", "-d", "--name", NODE, "--hostname", NODE, DEBIAN12, "sleep", "infinity")
+    start(NODE, "--hostname", NODE)
     # A node that already has package lists and its container runtime, as real nodes do.
-    sh("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends"
-       " containerd >/dev/null")
+    sh(apt_install("containerd"))
     podman("cp", repo, NODE + ":/srv/repo")
-    inv = work / "hosts.yml"
-    inv.write_text("""all:
-  vars:
-    ansible_python_interpreter: /usr/bin/python3
-    nvidia_driver_version: "535.261.03"
-    nvidia_driver_source: distribution
-    nvidia_driver_flavour: proprietary
-    gpufleet_allow_eol_driver: true
-    nvidia_container_toolkit_repo_url: file:/srv/repo
-    nvidia_container_toolkit_repo_suite: ./
-    nvidia_container_toolkit_repo_trusted: true
-    nvidia_container_toolkit_repo_key_url: ""
-    gpufleet_platform: kubeadm
-    gpufleet_cluster_name: nosystemd
-    gpufleet_apply: true
-    gpufleet_gpu_pools: [{name: infer-t4, gpu_type: t4, node_group: gpu_nodes}]
-  children:
-    gpu_nodes:
-      hosts:
-        %s:
-          ansible_connection: containers.podman.podman
-""" % NODE)
-    yield {"inventory": str(inv)}
+    inv = node_stage_inventory(work / "hosts.yml", NODE, "nosystemd", ansible_connection="containers.podman.podman")
+    yield {"inventory": inv}
     remove(NODE)
 
 
@@ -132,5 +109,5 @@ def test_nodes_yml_runs_to_the_end_in_check_mode_and_changes_nothing(node):
     # the last task (the stamp) ran: the play was not cut short
     assert "TASK [Record the converged state of this host (none while a reboot is pending)]" in proc.stdout
     assert "containerd: not restarted, this host has no running service manager (PID 1 is sleep" in out
-    assert '"in_container": true' in out and '"pinned_to": "535.261.03-*"' in out
+    assert '"in_container": true' in out and '"pinned_to": "%s-*"' % DEBIAN12_DRIVER in out
     assert sh(SNAPSHOT).stdout == before, "check mode changed the host"

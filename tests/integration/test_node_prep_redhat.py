@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from systemd_node import DEBIAN12, converge, podman, remove
+from systemd_node import apt_install, converge, podman, podman_inventory, remove, shell_of, start
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -48,28 +48,23 @@ STATE = ("rpm -qa | sort; dnf -q repolist --all 2>/dev/null | sort; cat /var/log
          " find /etc -xdev -type f 2>/dev/null | sort | xargs -r sha256sum")
 
 
-def sh(cmd, check=True):
-    return podman("exec", NODE, "sh", "-c", cmd, check=check)
+sh = shell_of(NODE)   # a shell command in the node container
 
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
     work = tmp_path_factory.mktemp("rocky")
-    remove(NODE)
-    podman("run", "-d", "--name", NODE, "--hostname", NODE, DEBIAN12, "sleep", "infinity")
-    sh("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends"
-       " dnf rpm createrepo-c python3-dnf dnf-plugins-core file >/dev/null 2>&1")
+    start(NODE, "--hostname", NODE)
+    sh(apt_install("dnf", "rpm", "createrepo-c", "python3-dnf", "dnf-plugins-core", "file") + " 2>&1")
     podman("cp", os.path.join(ROOT, "tests", "standin", "build-el-standin-repos.sh"), NODE + ":/usr/local/bin/")
     sh("build-el-standin-repos.sh /srv/rpm")
     sh("cat > /etc/os-release <<'EOF'\n%sEOF\necho 'Rocky Linux release 9.4 (Blue Onyx)' > /etc/redhat-release;"
        " mkdir -p /etc/yum.repos.d /etc/dnf/vars && echo 9 > /etc/dnf/vars/releasever;"
        " cat > /etc/yum.repos.d/rocky.repo <<'EOF'\n%sEOF\n" % (OS_RELEASE, ROCKY_REPO))
-    inv = work / "hosts.yml"
-    inv.write_text("all:\n  hosts:\n    %s:\n      ansible_connection: containers.podman.podman\n"
-                   "      ansible_python_interpreter: /usr/bin/python3\n" % NODE)
+    inv = podman_inventory(work / "hosts.yml", NODE)
     playbook = work / "prep.yml"
     playbook.write_text("- name: Prepare the node\n  hosts: all\n  gather_facts: false\n  roles: [gpu_node_prep]\n")
-    yield {"inventory": str(inv), "playbook": str(playbook)}
+    yield {"inventory": inv, "playbook": str(playbook)}
     remove(NODE)
 
 

@@ -2,7 +2,7 @@
 
 Real parts: a Debian 12 systemd container (podman connection) running Debian's containerd as a
 service, with a user's own /etc/containerd/config.toml written before gpufleet ever ran; Debian's
-real nvidia-driver 535.261.03 from non-free (no GPU here: the driver role knows it runs in a
+real nvidia-driver from non-free, version systemd_node.DEBIAN12_DRIVER (no GPU here: the driver role knows it runs in a
 container and builds no module); the container toolkit from the local stand-in repository
 (NVIDIA's repository is unreachable here; build-standin-repo.sh builds packages with the real
 names and versions - they stand in for the upstream packages, they are not them).
@@ -17,7 +17,8 @@ import re
 
 import pytest
 
-from systemd_node import boot, converge, per_worker, podman, remove, standin_toolkit_repo
+from systemd_node import (apt_install, boot, converge, node_stage_inventory, per_worker, podman, remove, shell_of,
+                         standin_toolkit_repo)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NODE = per_worker("gpufleet-remove-node")
@@ -48,8 +49,7 @@ SNAPSHOT = ("stat -c '%n %a %U:%G %s' " + CONFIG + " && sha256sum " + CONFIG + "
             " dpkg-query -W -f '${Package} ${db:Status-Abbrev}\\n' 2>/dev/null | awk '$2 !~ /^.n/' | grep nvidia || true")
 
 
-def sh(cmd, check=True):
-    return podman("exec", NODE, "sh", "-c", cmd, check=check)
+sh = shell_of(NODE)   # a shell command in the node container
 
 
 @pytest.fixture(scope="module")
@@ -57,36 +57,14 @@ def node(tmp_path_factory):
     work = tmp_path_factory.mktemp("remove")
     repo = standin_toolkit_repo(work / "repo")
     boot(NODE)
-    sh("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends"
-       " containerd >/dev/null")
+    sh(apt_install("containerd"))
     (work / "config.toml").write_text(USER_CONFIG)
     podman("cp", str(work / "config.toml"), NODE + ":" + CONFIG)
     sh("chmod 0640 %s && systemctl enable containerd && systemctl restart containerd" % CONFIG)
     podman("cp", repo, NODE + ":/srv/repo")
-    inv = work / "hosts.yml"
-    inv.write_text("""all:
-  vars:
-    ansible_python_interpreter: /usr/bin/python3
-    nvidia_driver_version: "535.261.03"
-    nvidia_driver_source: distribution
-    nvidia_driver_flavour: proprietary
-    gpufleet_allow_eol_driver: true
-    nvidia_container_toolkit_repo_url: file:/srv/repo
-    nvidia_container_toolkit_repo_suite: ./
-    nvidia_container_toolkit_repo_trusted: true
-    nvidia_container_toolkit_repo_key_url: ""
-    gpufleet_platform: kubeadm
-    gpufleet_cluster_name: remove
-    gpufleet_apply: true
-    gpufleet_gpu_pools: [{name: infer-t4, gpu_type: t4, node_group: gpu_nodes}]
-  children:
-    gpu_nodes:
-      hosts:
-        %s:
-          ansible_connection: containers.podman.podman
-""" % NODE)
+    inv = node_stage_inventory(work / "hosts.yml", NODE, "remove", ansible_connection="containers.podman.podman")
     before = sh(SNAPSHOT).stdout
-    yield {"inventory": str(inv), "before": before}
+    yield {"inventory": inv, "before": before}
     remove(NODE)
 
 

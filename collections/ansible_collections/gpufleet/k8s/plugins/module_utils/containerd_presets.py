@@ -25,6 +25,20 @@ CRI_PATHS = {
     4: ("plugins", "io.containerd.cri.v1.runtime"),
 }
 
+
+def _rancher(name, server, agent, description):
+    """The preset of a Rancher distribution (k3s, RKE2): same layout under /var/lib/rancher/<name> and
+    /etc/rancher/<name>, containerd's socket under /run/k3s for both, a server and an agent service."""
+    return {
+        "kind": "containerd", "style": "template",
+        "config": "/var/lib/rancher/%s/agent/etc/containerd/config.toml.tmpl" % name,
+        "dropin": None, "socket": "/run/k3s/containerd/containerd.sock", "service": server,
+        "services": (server, agent),
+        "distro_config": "/etc/rancher/%s/config.yaml.d/90-gpufleet-nvidia.yaml" % name,
+        "description": description,
+    }
+
+
 # Distribution presets: which file gpufleet writes, how, and where the runtime's socket is.
 #   kind      containerd | crio
 #   style     root       root config + optional drop-in (mode decides)
@@ -37,22 +51,8 @@ PRESETS = {
         "socket": "/run/containerd/containerd.sock", "service": "containerd",
         "description": "plain containerd: kubeadm, EKS self-managed nodes, Kubespray",
     },
-    "k3s": {
-        "kind": "containerd", "style": "template",
-        "config": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl",
-        "dropin": None, "socket": "/run/k3s/containerd/containerd.sock", "service": "k3s",
-        "services": ("k3s", "k3s-agent"),
-        "distro_config": "/etc/rancher/k3s/config.yaml.d/90-gpufleet-nvidia.yaml",
-        "description": "k3s (server or agent)",
-    },
-    "rke2": {
-        "kind": "containerd", "style": "template",
-        "config": "/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl",
-        "dropin": None, "socket": "/run/k3s/containerd/containerd.sock", "service": "rke2-server",
-        "services": ("rke2-server", "rke2-agent"),
-        "distro_config": "/etc/rancher/rke2/config.yaml.d/90-gpufleet-nvidia.yaml",
-        "description": "RKE2 (server or agent)",
-    },
+    "k3s": _rancher("k3s", "k3s", "k3s-agent", "k3s (server or agent)"),
+    "rke2": _rancher("rke2", "rke2-server", "rke2-agent", "RKE2 (server or agent)"),
     "k0s": {
         "kind": "containerd", "style": "dropin", "config": None,
         "dropin": "/etc/k0s/containerd.d/nvidia.toml",

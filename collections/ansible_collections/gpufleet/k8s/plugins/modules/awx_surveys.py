@@ -25,6 +25,8 @@ description:
   - Reads files only; changes nothing.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.k8s.attributes.no_diff
 options:
   project_dir:
     description: Root of the gpufleet project (holds C(roles/) and the playbooks).
@@ -35,13 +37,6 @@ options:
     type: list
     elements: str
     required: true
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
 """
 
 EXAMPLES = r"""

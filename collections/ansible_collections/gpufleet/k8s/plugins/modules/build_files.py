@@ -24,6 +24,8 @@ description:
     starting a module interpreter.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.k8s.attributes
 options:
   dest:
     description: The directory; created (mode 0755) when missing and anything is to be written.
@@ -48,12 +50,7 @@ options:
     default: false
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
     details: The listing then describes the directory as it is, not as it would be.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: full
 """
 
 EXAMPLES = r"""

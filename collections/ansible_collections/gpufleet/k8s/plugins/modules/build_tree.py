@@ -23,6 +23,8 @@ description:
   - I(path) must already have passed gpufleet's preflight (C(gpufleet_build_dir) confinement).
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.k8s.attributes.no_diff
 options:
   path:
     description: The build directory (real path, as preflight resolved it).
@@ -39,12 +41,7 @@ options:
     default: false
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
     details: In check mode nothing is copied or swapped; C(staged) returns I(path) itself.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
 """
 
 EXAMPLES = r"""

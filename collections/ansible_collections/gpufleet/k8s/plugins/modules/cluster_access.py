@@ -23,6 +23,7 @@ description:
 author:
   - gpufleet maintainers (@gpufleet)
 extends_documentation_fragment:
+  - gpufleet.k8s.attributes.no_diff
   - gpufleet.k8s.k8s_connection
 options:
   kubeconfig:
@@ -30,13 +31,6 @@ options:
       - Path to a kubeconfig (C(~) is expanded); named in the failure message, so not hidden.
         The stage playbooks set it from C(gpufleet_k8s_kubeconfig).
     type: path
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
 requirements:
   - kubernetes (Python client)
 """

@@ -51,6 +51,8 @@ author:
   - gpufleet maintainers (@gpufleet)
 notes:
   - The TOML library (tomlkit) ships inside the collection; nothing needs installing on the node.
+extends_documentation_fragment:
+  - gpufleet.k8s.attributes
 options:
   preset:
     description: Distribution preset; see the table above. An unknown preset is refused before anything changes.
@@ -117,13 +119,6 @@ options:
     description: Where the originals of the files gpufleet changed are recorded (JSON).
     type: path
     default: /var/lib/gpufleet/runtime-config-originals.json
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: full
 """
 
 EXAMPLES = r"""

@@ -21,6 +21,8 @@ description:
   - Output is deterministic; files are only rewritten when their content changes.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.k8s.attributes
 options:
   dest:
     description: Directory for the three files.
@@ -70,13 +72,6 @@ options:
   generated_at:
     description: Timestamp written into the report (apply mode; render mode leaves it out so that a re-render is identical).
     type: str
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: full
 """
 
 EXAMPLES = r"""

@@ -24,6 +24,8 @@ description:
   - Files are written only when their content differs; files the tree no longer holds are removed.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.k8s.attributes
 options:
   build_dir:
     description: The build directory (C(gpufleet_plan.build_dir)).
@@ -47,13 +49,6 @@ options:
   chart:
     description: The GPU Operator chart (C(repo_url), C(name), C(version), C(namespace)) in operator mode.
     type: dict
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: full
 """
 
 EXAMPLES = r"""

@@ -24,6 +24,8 @@ description:
     deterministically (a re-run reports no change). Nothing is applied to a cluster.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.k8s.attributes
 options:
   src:
     description: Path of the v1alpha5 YAML file.
@@ -40,13 +42,6 @@ options:
     description: Cluster name for the C(karpenter.sh/discovery) selector terms and the guessed node role.
     type: str
     default: ""
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: full
 """
 
 EXAMPLES = r"""

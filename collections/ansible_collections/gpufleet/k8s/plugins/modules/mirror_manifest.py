@@ -21,6 +21,8 @@ description:
   - Output is deterministic; a second run with the same inputs reports no change.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.k8s.attributes
 options:
   dest:
     description: Directory to write into (created when missing), usually C(build/<inventory>/mirror).
@@ -45,13 +47,6 @@ options:
         be reproduced for a given day.
       - When omitted, the current date on the controller.
     type: str
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: full
 """
 
 EXAMPLES = r"""

@@ -59,15 +59,12 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
+  - gpufleet.k8s.attributes
   - gpufleet.k8s.k8s_connection
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
     details: Reads the Nodes and reports what would change; writes nothing.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: full
     details: One diff per changed Node (labels, taints and the ownership record, before and after).
 requirements:
   - kubernetes (Python client)

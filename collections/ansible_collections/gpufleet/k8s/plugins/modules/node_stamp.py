@@ -25,6 +25,8 @@ description:
     re-run could not change anything.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.k8s.attributes
 options:
   state:
     description: C(check) reads and compares, C(present) records, C(absent) removes the stamp.
@@ -63,13 +65,6 @@ options:
         type: list
         elements: str
         default: []
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: full
 notes:
   - "The watch list should be broad: a false difference only costs a full run of the stage."
 """

@@ -26,6 +26,8 @@ description:
   - Changes nothing.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.k8s.attributes.no_diff
 options:
   nvidia_smi_path:
     description:
@@ -41,13 +43,6 @@ options:
     description: The sysfs directory listing loaded kernel modules.
     type: path
     default: /sys/module
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
 notes:
   - Architecture comes from an exact table of data-centre GPUs, then from device-ID ranges per
     GPU die family (RV(gpus[].architecture_source) says which).

@@ -20,6 +20,8 @@ description:
   - Changes nothing, anywhere.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.k8s.attributes.no_diff
 options:
   platform:
     description: Kubernetes platform of the cluster (C(gpufleet_platform)).
@@ -59,13 +61,6 @@ options:
         the controller's clock. Tests set it to run against a fixed date.
     type: str
     default: ""
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
 """
 
 EXAMPLES = r"""

@@ -45,15 +45,11 @@ options:
     type: int
     default: 5
 extends_documentation_fragment:
+  - gpufleet.k8s.attributes.no_diff
   - gpufleet.k8s.k8s_connection
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
     details: Reads once and does not wait.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
 requirements:
   - kubernetes (Python client)
 """
