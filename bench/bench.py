@@ -10,12 +10,15 @@ converge, (c) the same again (no-op: the fast path), (d) again with gpufleet_nod
 (every task of the three roles runs and changes nothing), and (e) the floor of (b): on another set of fresh
 containers with the apt sources (b) configured, one bare `apt-get update && apt-get install` per host, in
 parallel, of exactly the package versions (b) installed (read from dpkg on the first host before and after
-(b)); (b)/(e) says what gpufleet costs on top of the package installs themselves. Over SSH (default) every container runs sshd on its own
+(b)); (b)/(e) says what gpufleet costs on top of the package installs themselves. (b)-(d) roll out in the
+node stage's batches as shipped (a one-host canary, then 25 % of the hosts at a time) unless --serial
+(e.g. --serial 100% for all hosts at once, the same parallelism as (e)). Over SSH (default) every container runs sshd on its own
 port of 127.0.0.1 and Ansible pipelines; each phase opens its own connections. Prints median wall times,
 the (c)/(a) ratio, tasks executed per host and the controller's peak memory (RSS of
 ansible-playbook and its forks as measured by GNU time's %M for the largest process).
 """
 import argparse
+import json
 import os
 import re
 import shutil
@@ -154,6 +157,8 @@ def main():
     parser.add_argument("--connection", choices=("ssh", "podman"), default="ssh",
                         help="ssh (default; sshd in every container, pipelining on, like a real fleet) or"
                              " containers.podman.podman (cannot pipeline)")
+    parser.add_argument("--serial", help="gpufleet_nodes_serial for (b)-(d), e.g. 100%% (default: as shipped, a"
+                                         " one-host canary then batches of 25%%)")
     parser.add_argument("--no-floor", action="store_true", help="skip (e), the bare apt-get floor of the first converge")
     parser.add_argument("--keep", action="store_true", help="leave the containers running at the end")
     parser.add_argument("--log-dir", help="write each phase's output to LOG_DIR/run<N>-<phase>.log (with"
@@ -175,6 +180,8 @@ def main():
                ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"), ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"),
                ANSIBLE_NOCOLOR="1", PATH=BIN + os.pathsep + os.environ["PATH"])
     playbook = [os.path.join(BIN, "ansible-playbook"), "-i", inventory]
+    stage = playbook + ([os.path.join(ROOT, "playbooks", "nodes.yml")]
+                        + (["-e", json.dumps({"gpufleet_nodes_serial": [args.serial]})] if args.serial else []))
     results = {"ping": [], "first": [], "noop": [], "full": [], "floor": []}
     rss = dict((k, 0.0) for k in results)
     tasks = {}
@@ -201,10 +208,9 @@ def main():
             prepare()
             before = installed(PREFIX + "00")
             for phase, cmd in (("ping", [os.path.join(BIN, "ansible"), "gpu_nodes", "-i", inventory, "-m", "ansible.builtin.ping"]),
-                               ("first", playbook + [os.path.join(ROOT, "playbooks", "nodes.yml")]),
-                               ("noop", playbook + [os.path.join(ROOT, "playbooks", "nodes.yml")]),
-                               ("full", playbook + [os.path.join(ROOT, "playbooks", "nodes.yml"),
-                                                    "-e", "gpufleet_node_fast_path=false"])):
+                               ("first", stage),
+                               ("noop", stage),
+                               ("full", stage + ["-e", "gpufleet_node_fast_path=false"])):
                 # Every phase opens its own SSH connections (like a separate cron run): no
                 # ControlPersist master survives from the phase before.
                 phase_env = dict(env, ANSIBLE_SSH_CONTROL_PATH_DIR=tempfile.mkdtemp(dir=work, prefix="cp-"))
@@ -236,7 +242,8 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in results.items() if v}
     print()
-    print("hosts=%d forks=%d runs=%d connection=%s" % (args.hosts, args.forks, args.runs, args.connection))
+    print("hosts=%d forks=%d runs=%d connection=%s serial=%s" % (args.hosts, args.forks, args.runs, args.connection,
+                                                               args.serial or "as shipped (1, 25%)"))
     print("| phase | median wall s | runs (s) | tasks/host | changed | peak controller RSS MiB |")
     print("|---|---|---|---|---|---|")
     for phase, label in (("ping", "(a) ansible -m ping (floor)"), ("first", "(b) node stage, first converge"),
