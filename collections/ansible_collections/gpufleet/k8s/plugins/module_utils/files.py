@@ -173,6 +173,22 @@ def tree_listing(dest):
     return sorted(out, key=lambda entry: entry["path"])
 
 
+def listing_artifacts(dest, listing, max_bytes):
+    """``listing`` (from ``tree_listing``) as job artifacts: {sizes, sha1, contents, contents_left_out},
+    names relative to ``dest``. ``contents`` (the files' text) only while all sizes together are at most
+    ``max_bytes``; otherwise it is empty and ``contents_left_out`` is true."""
+    names = [os.path.relpath(entry["path"], dest) for entry in listing]
+    left_out = sum(entry["size"] for entry in listing) > max_bytes
+    contents = {}
+    if not left_out:
+        for name, entry in zip(names, listing):
+            with open(entry["path"], "rb") as handle:
+                contents[name] = handle.read().decode("utf-8", errors="replace")
+    return dict(sizes=dict(zip(names, (entry["size"] for entry in listing))),
+                sha1=dict(zip(names, (entry["checksum"] for entry in listing))),
+                contents=contents, contents_left_out=left_out)
+
+
 def sync_tree(dest, wanted, absent=(), mode=0o644, check_mode=False, diff=False, listing=False):
     """``sync_files`` for files in sub-directories of ``dest``, plus removal of whole directories:
     writes ``wanted`` ({relative name: text}), removes each name of ``absent`` (a file, or a directory

@@ -48,6 +48,14 @@ options:
     description: Return C(listing), every file under I(dest) after the change.
     type: bool
     default: false
+  artifacts_max_bytes:
+    description:
+      - With I(list), also return C(artifacts), the listing in the shape of gpufleet's job artifacts
+        (names relative to I(dest)), with the files' text while all files together take at most this
+        many bytes.
+      - A negative value (the default) returns no C(artifacts).
+    type: int
+    default: -1
 attributes:
   check_mode:
     details: The listing then describes the directory as it is, not as it would be.
@@ -94,12 +102,29 @@ listing:
     checksum:
       description: SHA-1 of the content (hex).
       type: str
+artifacts:
+  description: The listing as job artifacts (set_stats data), names relative to I(dest).
+  returned: when I(list) is true and I(artifacts_max_bytes) is 0 or more
+  type: dict
+  contains:
+    sizes:
+      description: Name -> size in bytes.
+      type: dict
+    sha1:
+      description: Name -> SHA-1 of the content (hex).
+      type: dict
+    contents:
+      description: Name -> text of the file; empty when the files together exceed I(artifacts_max_bytes).
+      type: dict
+    contents_left_out:
+      description: Whether the files together exceed I(artifacts_max_bytes) (then C(contents) is empty).
+      type: bool
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.files import sync_tree
+from ansible_collections.gpufleet.k8s.plugins.module_utils.files import listing_artifacts, sync_tree
 
 
 def argspec():
@@ -109,6 +134,7 @@ def argspec():
         mode=dict(type="str", default="0644"),
         absent=dict(type="list", elements="str", default=[]),
         list=dict(type="bool", default=False),
+        artifacts_max_bytes=dict(type="int", default=-1),
     )
 
 
@@ -123,6 +149,8 @@ def run(module):
     try:
         result = sync_tree(p["dest"], p["files"], p["absent"], mode=mode, check_mode=module.check_mode,
                            diff=module._diff, listing=p["list"])
+        if p["list"] and p["artifacts_max_bytes"] >= 0:
+            result["artifacts"] = listing_artifacts(p["dest"], result["listing"], p["artifacts_max_bytes"])
     except GpufleetError as exc:
         module.fail_json(msg=exc.msg)
     except OSError as exc:
