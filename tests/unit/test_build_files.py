@@ -6,7 +6,7 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.files import inside, listing_artifacts, sync_tree
+from ansible_collections.gpufleet.k8s.plugins.module_utils.files import inside, listing_artifacts, select_listing, sync_tree
 
 
 def _tree(root):
@@ -82,3 +82,12 @@ def test_listing_as_job_artifacts_with_and_without_contents(tmp_path):
     large = listing_artifacts(str(tmp_path), listing, 3)
     assert large["contents"] == {} and large["contents_left_out"] is True
     assert large["sha1"] == small["sha1"] and large["sizes"] == small["sizes"]
+
+
+def test_select_listing_by_suffix_and_skipped_names(tmp_path):
+    files = {"a.yaml": "a", "b.json": "b", "c.md": "c", "gitops/x.yaml": "x", "gitopsy/y.yml": "y", "d/e.yml": "e"}
+    listing = sync_tree(str(tmp_path), files, listing=True)["listing"]
+    kept, names = select_listing(str(tmp_path), listing, [".yaml", ".yml", ".json"], ["gitops"])
+    assert names == ["a.yaml", "b.json", "d/e.yml", "gitopsy/y.yml"]
+    assert [e["path"] for e in kept] == [str(tmp_path / n) for n in names]
+    assert select_listing(str(tmp_path), listing)[1] == sorted(files)

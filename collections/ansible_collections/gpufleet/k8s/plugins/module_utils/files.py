@@ -173,6 +173,23 @@ def tree_listing(dest):
     return sorted(out, key=lambda entry: entry["path"])
 
 
+def select_listing(dest, listing, suffixes=(), skip=()):
+    """The entries of ``listing`` (from ``tree_listing``) whose name ends with one of ``suffixes`` (all
+    when empty) and that are not ``skip`` names (relative to ``dest``) or under them; returns them and
+    their names relative to ``dest``."""
+    skip = [os.path.normpath(name) for name in skip]
+    kept, names = [], []
+    for entry in listing:
+        name = os.path.relpath(entry["path"], dest)
+        if suffixes and not name.endswith(tuple(suffixes)):
+            continue
+        if any(name == s or name.startswith(s + os.sep) for s in skip):
+            continue
+        kept.append(entry)
+        names.append(name)
+    return kept, names
+
+
 def listing_artifacts(dest, listing, max_bytes):
     """``listing`` (from ``tree_listing``) as job artifacts: {sizes, sha1, contents, contents_left_out},
     names relative to ``dest``. ``contents`` (the files' text) only while all sizes together are at most

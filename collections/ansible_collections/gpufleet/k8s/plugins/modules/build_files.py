@@ -48,6 +48,16 @@ options:
     description: Return C(listing), every file under I(dest) after the change.
     type: bool
     default: false
+  list_suffixes:
+    description: With I(list), list only files whose name ends with one of these (all files when empty).
+    type: list
+    elements: str
+    default: []
+  list_skip:
+    description: With I(list), leave out these names relative to I(dest) (a directory with everything in it).
+    type: list
+    elements: str
+    default: []
   artifacts_max_bytes:
     description:
       - With I(list), also return C(artifacts), the listing in the shape of gpufleet's job artifacts
@@ -102,6 +112,11 @@ listing:
     checksum:
       description: SHA-1 of the content (hex).
       type: str
+names:
+  description: The listed files' paths relative to I(dest), in the order of C(listing).
+  returned: when I(list) is true
+  type: list
+  elements: str
 artifacts:
   description: The listing as job artifacts (set_stats data), names relative to I(dest).
   returned: when I(list) is true and I(artifacts_max_bytes) is 0 or more
@@ -124,7 +139,7 @@ artifacts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.files import listing_artifacts, sync_tree
+from ansible_collections.gpufleet.k8s.plugins.module_utils.files import listing_artifacts, select_listing, sync_tree
 
 
 def argspec():
@@ -134,6 +149,8 @@ def argspec():
         mode=dict(type="str", default="0644"),
         absent=dict(type="list", elements="str", default=[]),
         list=dict(type="bool", default=False),
+        list_suffixes=dict(type="list", elements="str", default=[]),
+        list_skip=dict(type="list", elements="str", default=[]),
         artifacts_max_bytes=dict(type="int", default=-1),
     )
 
@@ -149,8 +166,11 @@ def run(module):
     try:
         result = sync_tree(p["dest"], p["files"], p["absent"], mode=mode, check_mode=module.check_mode,
                            diff=module._diff, listing=p["list"])
-        if p["list"] and p["artifacts_max_bytes"] >= 0:
-            result["artifacts"] = listing_artifacts(p["dest"], result["listing"], p["artifacts_max_bytes"])
+        if p["list"]:
+            result["listing"], result["names"] = select_listing(p["dest"], result["listing"], p["list_suffixes"],
+                                                                p["list_skip"])
+            if p["artifacts_max_bytes"] >= 0:
+                result["artifacts"] = listing_artifacts(p["dest"], result["listing"], p["artifacts_max_bytes"])
     except GpufleetError as exc:
         module.fail_json(msg=exc.msg)
     except OSError as exc:
