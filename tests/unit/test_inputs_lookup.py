@@ -82,3 +82,14 @@ def test_ansible_doc_renders_the_lookup():
                           env=ENV, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "defaults" in proc.stdout and "RETURN" in proc.stdout.upper()
+
+
+def test_templates_deep_inside_a_value_are_rendered_and_template_free_values_copied():
+    """The lookup copies values without a "{" instead of templating them; a template anywhere inside a
+    value (a label of the second pool) still sends that value through the templar."""
+    pools = [{"name": "a", "labels": {"team": "t1"}}, {"name": "b", "labels": {"team": "{{ zone_base }}-t2"}}]
+    out = lookup("{{ lookup('gpufleet.k8s.inputs', 'gpufleet') }}", gpufleet_gpu_pools=pools,
+                 gpufleet_cluster_name="c1", gpufleet_apply=False, zone_base="us-east")
+    assert out == {"gpufleet_gpu_pools": [{"name": "a", "labels": {"team": "t1"}},
+                                          {"name": "b", "labels": {"team": "us-east-t2"}}],
+                   "gpufleet_cluster_name": "c1", "gpufleet_apply": False}
