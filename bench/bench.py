@@ -2,6 +2,7 @@
 """Converge benchmark: N Debian 12 systemd containers, the node stage, interleaved runs.
 
     bench/run.sh [--hosts 20] [--runs 3]
+    bench/run.sh --clone --hosts 50 --runs 3 --full-runs 1
 
 For each run: fresh containers (untimed prepare), then (a) `ansible -m ping` (the floor),
 (b) the node stage as shipped (playbooks/nodes.yml: gpu_node_prep, nvidia_driver with Debian's
@@ -21,7 +22,9 @@ its own hostname, sshd port and authorized key, as above), and run (a), (c) and 
 no (b) or (e) on the clones. The clones are started once and serve all runs ((a), (c) and (d) change
 nothing; the fast-path check below proves it for (c)). Every (c) must end every clone after one task
 (the stamp check said converged) with nothing changed; the bench fails otherwise and names the hosts.
-The committed image is removed at the end unless --keep. Over SSH (default) every container runs sshd on its own
+The committed image is removed at the end unless --keep.
+
+Over SSH (default) every container runs sshd on its own
 port of 127.0.0.1 and Ansible pipelines; each phase opens its own connections. Prints median wall times,
 the (c)/(a) ratio, tasks executed per host and the controller's peak memory (RSS of
 ansible-playbook and its forks as measured by GNU time's %M for the largest process).
