@@ -73,13 +73,14 @@ def test_inside_accepts_nested_relative_names(tmp_path):
 
 
 def test_listing_as_job_artifacts_with_and_without_contents(tmp_path):
-    listing = sync_tree(str(tmp_path), {"b/z.yaml": "zz", "a.json": "{}", ".mark": "m"}, listing=True)["listing"]
-    small = listing_artifacts(str(tmp_path), listing, 4)
+    listing, names = select_listing(str(tmp_path), sync_tree(str(tmp_path), {"b/z.yaml": "zz", "a.json": "{}",
+                                                                           ".mark": "m"}, listing=True)["listing"])
+    small = listing_artifacts(listing, names, 4)
     assert small == {"sizes": {"a.json": 2, "b/z.yaml": 2},
                      "sha1": {"a.json": hashlib.sha1(b"{}").hexdigest(), "b/z.yaml": hashlib.sha1(b"zz").hexdigest()},
                      "contents": {"a.json": "{}", "b/z.yaml": "zz"}, "contents_left_out": False}
     assert list(small["sizes"]) == ["a.json", "b/z.yaml"]          # the listing's order
-    large = listing_artifacts(str(tmp_path), listing, 3)
+    large = listing_artifacts(listing, names, 3)
     assert large["contents"] == {} and large["contents_left_out"] is True
     assert large["sha1"] == small["sha1"] and large["sizes"] == small["sizes"]
 

@@ -100,9 +100,10 @@ def test_fast_path_equals_item_by_item_on_real_lazy_containers(tmp_path):
     assert nested["fast"] == ["x", "RENDERED", {"deep": 5, "keep": [1, 2, {"k": "v"}]}]
 
 
-def test_template_free():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import template_free
-    assert template_free({"a": [1, "x", None, 0.5, True], "b": {"c": "d"}})
-    assert not template_free({"a": ["{{ x }}"]})
-    assert not template_free({"{{ k }}": 1})
-    assert not template_free(object())          # unknown types take the templating path
+def test_template_free_copy():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import template_free_copy
+    value = {"a": [1, "x", None, 0.5, True], "b": {"c": "d"}, "t": (1, 2)}
+    assert template_free_copy(value) == (True, {"a": [1, "x", None, 0.5, True], "b": {"c": "d"}, "t": [1, 2]})
+    assert template_free_copy({"a": ["{{ x }}"]}) == (False, None)
+    assert template_free_copy({"{{ k }}": 1}) == (False, None)
+    assert template_free_copy(object()) == (False, None)          # unknown types take the templating path

@@ -57,7 +57,7 @@ from ansible.plugins.lookup import LookupBase
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain, template_free
+from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import template_free_copy
 
 
 def select(names, roles=None):
@@ -86,9 +86,13 @@ class LookupModule(LookupBase):
         names = select(variables.keys(), roles)
         # A value with no "{" in any of its strings renders to itself: copy it instead of templating
         # it (templating 200 pools in every task that reads the inputs cost 0.2 s a time).
-        raw = [variables[name] for name in names]
-        templated = [name for name, value in zip(names, raw) if not template_free(value)]
-        values.update((name, plain(value)) for name, value in zip(names, raw) if template_free(value))
+        templated = []
+        for name in names:
+            free, copy = template_free_copy(variables[name])
+            if free:
+                values[name] = copy
+            else:
+                templated.append(name)
         if templated:
             values.update(zip(templated, self._templar.template([variables[name] for name in templated])))
         return [values]

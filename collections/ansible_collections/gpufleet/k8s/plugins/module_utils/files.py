@@ -190,11 +190,10 @@ def select_listing(dest, listing, suffixes=(), skip=()):
     return kept, names
 
 
-def listing_artifacts(dest, listing, max_bytes):
-    """``listing`` (from ``tree_listing``) as job artifacts: {sizes, sha1, contents, contents_left_out},
-    names relative to ``dest``. ``contents`` (the files' text) only while all sizes together are at most
-    ``max_bytes``; otherwise it is empty and ``contents_left_out`` is true."""
-    names = [os.path.relpath(entry["path"], dest) for entry in listing]
+def listing_artifacts(listing, names, max_bytes):
+    """``listing`` (from ``tree_listing``) and its ``names`` (from ``select_listing``) as job artifacts:
+    {sizes, sha1, contents, contents_left_out}. ``contents`` (the files' text) only while all sizes together
+    are at most ``max_bytes``; otherwise it is empty and ``contents_left_out`` is true."""
     left_out = sum(entry["size"] for entry in listing) > max_bytes
     contents = {}
     if not left_out:

@@ -26,7 +26,11 @@ __metaclass__ = type
 _LAZY_DICT = "_AnsibleLazyTemplateDict"
 _LAZY_LIST = "_AnsibleLazyTemplateList"
 _LAZY_VALUE = "_LazyValue"
-_BUILTIN_SCALARS = (str, int, float, bool, type(None))
+_LAZY = (_LAZY_DICT, _LAZY_LIST)
+
+
+class _MayBeTemplate(Exception):
+    """Raised inside ``_template_free_copy`` at the first part that could be a template."""
 
 
 def plain(value):
@@ -35,11 +39,11 @@ def plain(value):
         return value
     if isinstance(value, dict):
         if type(value).__name__ == _LAZY_DICT:
-            return _plain_lazy_dict(value)
+            return {plain(key): _lazy_item(value, key, raw) for key, raw in dict.items(value)}
         return {plain(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         if type(value).__name__ == _LAZY_LIST:
-            return _plain_lazy_list(value)
+            return [_lazy_item(value, index, raw) for index, raw in enumerate(list.__iter__(value))]
         return [plain(v) for v in value]
     if isinstance(value, str):
         return str(value)
@@ -50,55 +54,40 @@ def plain(value):
     return value
 
 
-def _unwrapped(raw):
-    """The value a lazy container stores for one item: the original behind a not-yet-templated
-    wrapper, or ``None`` (meaning: use the lazy access) when the stored object is not understood."""
-    if type(raw).__name__ == _LAZY_VALUE:
-        raw = getattr(raw, "value", None)
-        if raw is None:
-            return None, False
-    return raw, True
+def template_free_copy(value):
+    """``(True, plain copy)`` when no string at or below ``value`` contains ``{`` (templating it would
+    return it as it is) and every container below is a built-in dict, list or tuple of known scalars;
+    ``(False, None)`` otherwise. One walk."""
+    try:
+        return True, _template_free_copy(value, 0)
+    except _MayBeTemplate:
+        return False, None
 
 
-def template_free(value, depth=0):
-    """True when no string at or below ``value`` contains ``{`` (so templating it returns it as is),
-    and every container below is a built-in list, tuple or dict of known scalars."""
+def _template_free_copy(value, depth):
     if isinstance(value, bool) or value is None:
-        return True
+        return value
     if isinstance(value, str):
-        return "{" not in value
-    if isinstance(value, (int, float)):
-        return True
-    if depth > 100:
-        return False
+        if "{" in value:
+            raise _MayBeTemplate()
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if depth > 100 or type(value).__name__ in _LAZY:
+        raise _MayBeTemplate()
     if isinstance(value, dict):
-        if type(value).__name__ in (_LAZY_DICT, _LAZY_LIST):
-            return False
-        return all(template_free(k, depth + 1) and template_free(v, depth + 1) for k, v in value.items())
+        return {_template_free_copy(k, depth + 1): _template_free_copy(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        if type(value).__name__ in (_LAZY_DICT, _LAZY_LIST):
-            return False
-        return all(template_free(v, depth + 1) for v in value)
-    return False
+        return [_template_free_copy(v, depth + 1) for v in value]
+    raise _MayBeTemplate()
 
 
-def _plain_lazy_dict(value):
-    result = {}
-    for key, raw in dict.items(value):
-        item, known = _unwrapped(raw)
-        if known and template_free(item):
-            result[plain(key)] = plain(item)
-        else:
-            result[plain(key)] = plain(value[key])
-    return result
-
-
-def _plain_lazy_list(value):
-    result = []
-    for index, raw in enumerate(list.__iter__(value)):
-        item, known = _unwrapped(raw)
-        if known and template_free(item):
-            result.append(plain(item))
-        else:
-            result.append(plain(value[index]))
-    return result
+def _lazy_item(container, key, raw):
+    """One item of a lazy container: the raw item copied when it is template-free, else the item read
+    through the container (which templates it)."""
+    if type(raw).__name__ == _LAZY_VALUE and hasattr(raw, "value"):
+        raw = raw.value
+    free, copy = template_free_copy(raw)
+    return copy if free else plain(container[key])

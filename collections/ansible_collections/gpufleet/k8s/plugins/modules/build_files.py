@@ -170,7 +170,7 @@ def run(module):
             result["listing"], result["names"] = select_listing(p["dest"], result["listing"], p["list_suffixes"],
                                                                 p["list_skip"])
             if p["artifacts_max_bytes"] >= 0:
-                result["artifacts"] = listing_artifacts(p["dest"], result["listing"], p["artifacts_max_bytes"])
+                result["artifacts"] = listing_artifacts(result["listing"], result["names"], p["artifacts_max_bytes"])
     except GpufleetError as exc:
         module.fail_json(msg=exc.msg)
     except OSError as exc:
