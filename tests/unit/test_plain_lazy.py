@@ -107,3 +107,30 @@ def test_template_free_copy():
     assert template_free_copy({"a": ["{{ x }}"]}) == (False, None)
     assert template_free_copy({"{{ k }}": 1}) == (False, None)
     assert template_free_copy(object()) == (False, None)          # unknown types take the templating path
+
+
+class _Tagged(str):
+    """Stands in for Ansible's tagged str (a str subclass)."""
+
+
+class _TaggedInt(int):
+    pass
+
+
+def test_template_free_copy_fast_path_matches_the_general_walk():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import (
+        _template_free_copy_general, template_free_copy)
+    value = {"pools": [{"name": _Tagged("a"), "n": _TaggedInt(2), "t": ("x", None), "deep": [[{"k": 1.5}]]}],
+             _Tagged("key"): True, "s": "plain"}
+    free, copy = template_free_copy(value)
+    assert free and copy == _template_free_copy_general(value, 0)
+    # subclasses come back as the built-in types, tuples as lists
+    assert type(copy["pools"][0]["name"]) is str and type(copy["pools"][0]["n"]) is int
+    assert copy["pools"][0]["t"] == ["x", None] and type(next(iter(k for k in copy if k == "key"))) is str
+    # a template anywhere below, in a key or an item at any depth, sends the value to the templar
+    for bad in ({"a": [{"b": ["{{ x }}"]}]}, {"a": {_Tagged("{{ k }}"): 1}}, [("{{ x }}",)], {"a": {"b": object()}}):
+        assert template_free_copy(bad) == (False, None), bad
+    deep = []
+    for _ in range(120):
+        deep = [deep]
+    assert template_free_copy(deep) == (False, None)               # past depth 100: the templar decides

@@ -14,6 +14,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+
 from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
@@ -40,10 +42,21 @@ def pool_plugin_config(pool):
 
 
 def plugin_configs(pools):
-    """{config name: YAML text} for every pool, plus ``default`` (whole GPUs, no sharing)."""
-    configs = {"default": yaml.safe_dump(pool_plugin_config({"sharing": {"mode": "none"}}), sort_keys=True)}
+    """{config name: YAML text} for every pool, plus ``default`` (whole GPUs, no sharing).
+
+    Pools with the same sharing settings share one text, dumped once (a large fleet has many pools
+    and few distinct settings)."""
+    texts = {}
+
+    def text(config):
+        key = json.dumps(config, sort_keys=True)
+        if key not in texts:
+            texts[key] = yaml.safe_dump(config, sort_keys=True)
+        return texts[key]
+
+    configs = {"default": text(pool_plugin_config({"sharing": {"mode": "none"}}))}
     for pool in pools:
-        configs[pool["name"]] = yaml.safe_dump(pool_plugin_config(pool), sort_keys=True)
+        configs[pool["name"]] = text(pool_plugin_config(pool))
     return configs
 
 
