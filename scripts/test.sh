@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: unit tests, ansible-lint (production profile), syntax checks, the
-# collection build, and every molecule scenario in real Debian systemd containers.
+# collection build, and every molecule scenario in real Debian systemd containers; everything that talks
+# to Kubernetes runs on a real control plane built from the upstream Go modules (scripts/controlplane-build.sh).
 # Sets up what it needs (venv, apt packages, podman, images, npm schemas); safe to run twice.
 #   scripts/test.sh                 everything
 #   MOLECULE_SCENARIOS="a b" ...    only these scenarios;  MOLECULE_JOBS=N  parallel scenarios
@@ -18,6 +19,9 @@ step() { printf '\n==== %s ==== (previous step: %d s)\n' "$*" "$((SECONDS - t_st
 step "setup"
 bash scripts/bootstrap.sh || exit 1
 bash scripts/harness-setup.sh || exit 1
+# the test control plane (etcd, kube-apiserver, controller-manager, scheduler, KWOK, helm) from the Go
+# module proxy, cached per version in ~/.cache/gpufleet/controlplane: minutes cold, a second when cached
+bash scripts/controlplane-build.sh build >/dev/null || exit 1
 if [ -f tests/schemas/package.json ]; then
   (cd tests/schemas && { [ -d node_modules ] && [ node_modules/.stamp -nt package-lock.json ] || { npm ci --no-audit --no-fund --silent && touch node_modules/.stamp; }; }) || exit 1
 fi

@@ -9,3 +9,21 @@ if COLLECTIONS not in sys.path:
 TESTS = os.path.dirname(os.path.abspath(__file__))
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def control_plane(tmp_path_factory):
+    """A real control plane for one test module (tests/controlplane.py): etcd, kube-apiserver,
+    kube-controller-manager, kube-scheduler and KWOK standing in for the kubelets."""
+    from controlplane import ControlPlane
+    cp = ControlPlane(str(tmp_path_factory.mktemp("controlplane")))
+    try:
+        cp.start()
+    except Exception:
+        cp.stop()
+        raise
+    yield cp
+    cp.stop()

@@ -55,12 +55,41 @@ def test_live_report_numbers():
 
 def test_right_sizing_hints():
     hints = live_report()["hints"]
-    assert "pool train-a100 is at its max (2 of 2 nodes): raise max_nodes or expect pending GPU pods" in hints
+    # at its max but half its GPU units free and no GPU pod waiting: no demand, no "raise max_nodes"
+    assert not any("is at its max" in h for h in hints)
     assert any(h.startswith("node a100-node-02.example.internal: all 56 GPU units idle") for h in hints)  # only a Succeeded pod
     assert any(h.startswith("node l4-node-03.example.internal: all 4 GPU units idle") for h in hints)
     assert any(h.startswith("node l4-node-01.example.internal: 2 GPU unit(s) allocated but only 3.5% utilised") for h in hints)
     assert not any("l4-node-02" in h for h in hints)  # 41% utilised: fine
     assert not any("infer-l4 is at its max" in h for h in hints)  # 3 of 6
+
+
+def _pending_gpu_pod(pool=None, gpus=1):
+    spec = {"containers": [{"resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}
+    if pool:
+        spec["nodeSelector"] = {"gpufleet.io/pool": pool}
+    return {"metadata": {"name": "waiting", "namespace": "ml"}, "spec": spec, "status": {"phase": "Pending"}}
+
+
+AT_MAX = "pool train-a100 is at its max (2 of 2 nodes): raise max_nodes or expect pending GPU pods"
+
+
+def test_at_its_max_needs_pending_gpu_pods_or_high_use():
+    nodes, pods = fixture("nodes.json")["items"], fixture("pods.json")["items"]
+
+    def hints(extra_pods):
+        return build_report(PLAN, nodes=nodes, pods=pods + extra_pods, utilisation_scale=1.0)["hints"]
+
+    assert AT_MAX in hints([_pending_gpu_pod("train-a100")])
+    assert AT_MAX in hints([_pending_gpu_pod()])  # unpinned: it could go to any pool
+    assert AT_MAX not in hints([_pending_gpu_pod("infer-l4")])  # waits for another pool
+    # 51 more units requested on the train nodes: 107 of 112 (> 90 %)
+    busy = dict(_pending_gpu_pod(gpus=51), status={"phase": "Running"})
+    busy["spec"]["nodeName"] = "a100-node-02.example.internal"
+    assert AT_MAX in hints([busy])
+    # a fully idle pool at its max: only the scale-down hints, never "raise max_nodes"
+    idle = build_report(PLAN, nodes=nodes, pods=[], utilisation_scale=1.0)["hints"]
+    assert AT_MAX not in idle and any("all 56 GPU units idle" in h for h in idle)
 
 
 def test_render_mode_report_from_the_inventory_alone():

@@ -52,6 +52,9 @@ RETIRED_VARS = {
     "k8s_apply_context": "gpufleet_k8s_context",
     "gpu_validate_kubeconfig": "gpufleet_k8s_kubeconfig",
     "gpu_validate_context": "gpufleet_k8s_context",
+    # a task argument, even an omitted one, kept module_defaults' connection from reaching the report
+    "fleet_report_kubeconfig": "gpufleet_k8s_kubeconfig",
+    "fleet_report_context": "gpufleet_k8s_context",
 }
 
 

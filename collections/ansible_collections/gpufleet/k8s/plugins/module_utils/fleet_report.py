@@ -34,6 +34,8 @@ GFD_DRIVER_PARTS = ("nvidia.com/cuda.driver.major", "nvidia.com/cuda.driver.mino
 
 GPU_RESOURCE_PREFIXES = ("nvidia.com/gpu", "nvidia.com/mig-")
 ACTIVE_PHASES = ("Pending", "Running")
+# share of a pool's GPU units requested from which a pool at its max size is worth a hint
+BUSY_SHARE = 0.9
 
 
 def _num(value, default=0.0):
@@ -143,13 +145,17 @@ def build_report(plan, groups=None, gpu_facts=None, nodes=None, pods=None, utili
             node_obj[meta["name"]] = node
         elif gpu_units or labels.get("nvidia.com/gpu.present") == "true":
             unmatched.append(meta["name"])
-    requested = {}
+    requested, pending_gpu_pods = {}, {}
     for pod in pods or []:
         if (pod.get("status") or {}).get("phase") not in ACTIVE_PHASES:
             continue
         node_name = (pod.get("spec") or {}).get("nodeName")
         if node_name:
             requested[node_name] = requested.get(node_name, 0) + pod_gpu_requests(pod)
+        elif pod_gpu_requests(pod):
+            # not scheduled yet: a pod pinned to a pool counts for that pool, any other for every pool
+            wanted = ((pod.get("spec") or {}).get("nodeSelector") or {}).get(POOL_LABEL)
+            pending_gpu_pods[wanted] = pending_gpu_pods.get(wanted, 0) + 1
 
     pool_rows, node_rows, hints = [], [], []
     drivers_seen = {}
@@ -185,7 +191,12 @@ def build_report(plan, groups=None, gpu_facts=None, nodes=None, pods=None, utili
             "avg_utilisation": avg, "idle_gpu_hours": idle_hours, "idle_cost": cost,
         }
         pool_rows.append(row)
-        if max_nodes is not None and planned_nodes >= max_nodes and max_nodes > 0:
+        # live, "at its max" needs a sign of demand: GPU pods waiting for a node, or the pool's GPU units
+        # nearly all requested (a fully idle pool at its max gets the scale-down hints instead)
+        pending_here = pending_gpu_pods.get(pool["name"], 0) + pending_gpu_pods.get(None, 0)
+        busy = capacity > 0 and req >= BUSY_SHARE * capacity
+        if max_nodes is not None and planned_nodes >= max_nodes and max_nodes > 0 and (
+                not live or pending_here or busy):
             hints.append("pool %s is %s its max (%d of %d nodes): raise max_nodes or expect pending GPU pods"
                          % (pool["name"], "at" if live else "planned at", planned_nodes, max_nodes))
         if live and planned_nodes and capacity == 0:

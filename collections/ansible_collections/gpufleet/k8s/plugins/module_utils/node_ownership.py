@@ -15,9 +15,11 @@ refuses the write with 409 Conflict if anyone changed the Node in between, and g
 What gpufleet owns is recorded on the Node itself, in the annotation ``gpufleet.io/owned``
 (``{"labels": {key: value}, "taints": ["key:effect"]}``). Only what is recorded there is ever
 removed: when a pool's taints change, when a host leaves the inventory, or with
-``gpu_pools_state: absent``; the annotation then stays, empty. Nodes labelled by gpufleet versions
-that used server-side apply carry no annotation; their ownership is read from
-``metadata.managedFields`` (manager ``gpufleet``, operation ``Apply``).
+``gpu_pools_state: absent``. When gpufleet owns nothing on a Node any more the annotation goes too, so
+a full removal leaves nothing of gpufleet's behind. Nodes labelled by gpufleet versions that used
+server-side apply carry no annotation; their ownership is read from ``metadata.managedFields``
+(manager ``gpufleet``, operation ``Apply``); on such a Node an empty annotation stays, because
+without it that old entry would be read as ownership again.
 gpufleet never creates or deletes a Node.
 """
 
@@ -118,10 +120,18 @@ def owned(node):
     return out
 
 
-def record(labels, taints):
-    """The annotation value recording what gpufleet set. It stays (empty) when gpufleet owns nothing
-    any more: its presence says the Node's ownership is recorded here, so the managedFields fallback
-    for Nodes of older versions never applies to it again."""
+def _old_apply_entry(node):
+    """Whether a server-side apply entry of older gpufleet versions is in the Node's managedFields."""
+    return any(e.get("manager") == FIELD_MANAGER and e.get("operation") == "Apply"
+               for e in (node.get("metadata") or {}).get("managedFields") or [])
+
+
+def record(labels, taints, node=None):
+    """The annotation value recording what gpufleet set; None (no annotation) when gpufleet owns
+    nothing, unless ``node`` carries an old server-side apply entry of gpufleet's: there an empty
+    record stays, so that entry is never read as ownership again."""
+    if not labels and not taints and not (node is not None and _old_apply_entry(node)):
+        return None
     return json.dumps({"labels": dict(sorted(labels.items())), "taints": sorted(taint_id(t) for t in taints)},
                       sort_keys=True, separators=(",", ":"))
 
@@ -184,7 +194,7 @@ def plan_node(node, labels, taints, force=False):
     new_taints.extend(t for t in want_taints if taint_id(t) not in placed)
 
     cur_record = (meta.get("annotations") or {}).get(OWNED_ANNOTATION)
-    new_record = record(want_labels, want_taints)
+    new_record = record(want_labels, want_taints, node)
 
     patch_meta = {}
     label_patch = {k: v for k, v in new_labels.items() if cur_labels.get(k) != v}

@@ -70,7 +70,10 @@ options:
     type: dict
     default: {}
   generated_at:
-    description: Timestamp written into the report (apply mode; render mode leaves it out so that a re-render is identical).
+    description:
+      - Timestamp written into the report (apply mode; render mode leaves it out so that a re-render is identical).
+      - When the report already in O(dest) says the same apart from its timestamp, its timestamp is kept and
+        nothing is written (a re-run reports no change); the timestamp is when the fleet was first seen so.
     type: str
 """
 
@@ -94,6 +97,7 @@ files:
   elements: str
 """
 
+import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -120,6 +124,19 @@ def argspec():
     )
 
 
+def _unchanged_since(path, report):
+    """The timestamp of the report at ``path`` when it says what ``report`` says, else ``report``'s."""
+    try:
+        with open(path) as handle:
+            old = json.load(handle)
+    except (IOError, OSError, ValueError):
+        return report["generated_at"]
+    if isinstance(old, dict) and old.get("generated_at") and \
+            dict(old, generated_at=None) == json.loads(json.dumps(dict(report, generated_at=None))):
+        return old["generated_at"]
+    return report["generated_at"]
+
+
 def run(module):
     """The module's work on ``module`` (an AnsibleModule, or the in-process stand-in of the action
     plugin when the task runs on the controller); ends with ``exit_json``/``fail_json``."""
@@ -131,6 +148,8 @@ def run(module):
                               utilisation_scale=p["utilisation_scale"])
     except (KeyError, TypeError, ValueError) as exc:
         module.fail_json(msg="cannot build the fleet report: %s: %s" % (type(exc).__name__, exc))
+    if report.get("generated_at"):
+        report["generated_at"] = _unchanged_since(os.path.join(p["dest"], "fleet.json"), report)
     files = render_files(report)
     try:
         synced = sync_files(p["dest"], files, check_mode=module.check_mode, diff=module._diff)
