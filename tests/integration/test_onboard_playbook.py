@@ -37,3 +37,19 @@ def test_bad_cluster_name_is_refused(tmp_path):
     rc, out = onboard(tmp_path / "x", "-e", "onboard_cluster_name=Bad_Name")
     assert rc != 0 and "onboard_cluster_name: \"Bad_Name\" is not a cluster name" in out
     assert not (tmp_path / "x").exists()
+
+
+def test_relative_destination_is_relative_to_where_the_user_runs(tmp_path):
+    """-e onboard_dest=inventories/x from a directory: written there, and said so (not under playbooks/)."""
+    import subprocess
+    from test_site_render import BIN
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), os.path.join(ROOT, "playbooks", "onboard.yml"),
+                           "-i", os.path.join(ROOT, "inventories", "example"), "-e", "onboard_nodes_file=%s" % NODES,
+                           "-e", "onboard_dest=inventories/x", "-e", "onboard_cluster_name=x"],
+                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert (tmp_path / "inventories" / "x" / "hosts.yml").is_file()
+    assert not os.path.exists(os.path.join(ROOT, "playbooks", "inventories", "x"))
+    assert "inventory written to %s" % (tmp_path / "inventories" / "x") in out
