@@ -450,8 +450,10 @@ class ControlPlane:
     def create(self, path, obj):
         return self.request("POST", path, obj)
 
-    def delete(self, path):
-        return self.request("DELETE", path)
+    def delete(self, path, propagation="Background"):
+        """Delete; Background propagation, so no orphan finalizer waits for a garbage collector."""
+        return self.request("DELETE", path, {"kind": "DeleteOptions", "apiVersion": "v1",
+                                             "propagationPolicy": propagation})
 
     def merge_patch(self, path, patch):
         return self.request("PATCH", path, patch, content_type="application/merge-patch+json")
@@ -459,6 +461,25 @@ class ControlPlane:
     def apply(self, path, obj, manager="gpufleet-test", force=True, dry_run=False):
         query = "?fieldManager=%s&force=%s%s" % (manager, "true" if force else "false", "&dryRun=All" if dry_run else "")
         return self.request("PATCH", path + query, obj, content_type="application/apply-patch+yaml")
+
+    def _resources(self, api_version, refresh=False):
+        cache = self.__dict__.setdefault("_discovery", {})
+        if refresh or api_version not in cache:
+            base = "/api/v1" if api_version == "v1" else "/apis/" + api_version
+            cache[api_version] = (base, {r["kind"]: r for r in self.get(base)["resources"] if "/" not in r["name"]})
+        return cache[api_version]
+
+    def object_path(self, obj):
+        """The REST path of ``obj`` (by API discovery, cached per group/version and read again for a kind
+        not seen yet). Namespaced objects without a namespace go to ``default``, as kubectl sends them."""
+        base, kinds = self._resources(obj["apiVersion"])
+        if obj["kind"] not in kinds:
+            base, kinds = self._resources(obj["apiVersion"], refresh=True)
+        res = kinds[obj["kind"]]
+        meta = obj.get("metadata") or {}
+        if res["namespaced"]:
+            return "%s/namespaces/%s/%s/%s" % (base, meta.get("namespace") or "default", res["name"], meta["name"])
+        return "%s/%s/%s" % (base, res["name"], meta["name"])
 
     # ---------------------------------------------------------------- objects
     def add_node(self, name, gpu=None, labels=None, taints=None, kwok=True, extra_resources=None):

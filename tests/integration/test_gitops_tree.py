@@ -1,17 +1,17 @@
 """The GitOps tree (build/<inv>/gitops/) from real renders: `kubectl kustomize` (kustomize v5
-built into kubectl, which this machine kind ships with google-cloud-cli; `kubectl apply -k` runs
-the same build) of the root and of every component succeeds and yields exactly the appliable
+built into kubectl, built from k8s.io/kubernetes by scripts/controlplane-build.sh; `kubectl apply -k`
+runs the same build) of the root and of every component succeeds and yields exactly the appliable
 objects, schema-valid; nothing never-applied and no non-Kubernetes file gets in; the Argo CD and
 Flux definitions validate against their CRD schemas (npm @kubernetes-models/argo-cd, flux-cd).
-No cluster or controller runs here."""
+The trees applied to real API servers: tests/integration/test_cp_trees.py."""
 import json
 import os
-import shutil
 import subprocess
 
 import pytest
 import yaml
 
+from controlplane import binary
 from crd_schema import assert_crs_valid
 from k8s_schema import assert_valid
 from prom_schema import assert_valid_prometheus
@@ -22,9 +22,9 @@ CRDS = ("karpenter.sh/v1", "karpenter.k8s.aws/v1", "cloud.google.com/v1")
 
 
 def kustomize(path):
-    kubectl = shutil.which("kubectl")
-    assert kubectl, "kubectl (kustomize built in) is missing; it comes with google-cloud-cli on this machine kind"
-    proc = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True, text=True, timeout=120)
+    # kubectl built from k8s.io/kubernetes with the test control plane (scripts/controlplane-build.sh)
+    proc = subprocess.run([binary("kube", "kubectl"), "kustomize", str(path)], capture_output=True, text=True,
+                          timeout=120)
     assert proc.returncode == 0, proc.stderr
     return [o for o in yaml.safe_load_all(proc.stdout) if o]
 
