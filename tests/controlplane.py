@@ -346,9 +346,10 @@ class ControlPlane:
             "--endpoint-reconciler-type=none"])
 
     def stop_apiserver(self):
-        """Stop kube-apiserver alone (fault tests); ``restart_apiserver()`` brings it back on the same port."""
+        """Kill kube-apiserver alone, as a crash would (fault tests); ``restart_apiserver()`` brings it back
+        on the same port with the same etcd."""
         proc, log = self.procs.pop("kube-apiserver")
-        proc.terminate()
+        proc.kill()
         proc.wait(timeout=30)
         log.close()
 
@@ -364,7 +365,7 @@ class ControlPlane:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)
                 try:
-                    proc.wait(timeout=15)
+                    proc.wait(timeout=5)  # test data: no need to wait for a graceful drain
                 except subprocess.TimeoutExpired:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()

@@ -19,4 +19,5 @@ class FilterModule(object):
             "k8s_retired_vars": cluster_access.retired,
             "helm_problem": cluster_access.helm_problem,
             "olm_problem": cluster_access.olm_problem,
+            "k8s_apply_problem": cluster_access.apply_problem,
         }

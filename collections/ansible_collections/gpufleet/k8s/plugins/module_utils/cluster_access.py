@@ -15,6 +15,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+
 # gpufleet variable -> kubernetes.core option (the same names in the k8s and helm modules)
 CONNECTION_VARS = (
     ("gpufleet_k8s_kubeconfig", "kubeconfig"),
@@ -127,6 +129,62 @@ def access_problem(error, conn):
         raw = raw[:400] + "..."
     return ("gpufleet_apply is true but gpufleet cannot reach the Kubernetes cluster (%s): %s. Nothing was applied. "
             "%s Client error: %s" % (_target(conn), cause, HOW, raw))
+
+
+def _object_name(item):
+    item = item or {}
+    return "%s/%s" % (item.get("kind", "?"), (item.get("metadata") or {}).get("name", "?"))
+
+
+def _first_line(text, limit=300):
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _server_message(msg):
+    """The API server's own words from a client error that embeds its Status object as JSON."""
+    start = msg.find("{")
+    if start >= 0:
+        try:
+            status = json.loads(msg[start:])
+        except ValueError:
+            status = None
+        if isinstance(status, dict) and status.get("message"):
+            return status["message"]
+    return msg
+
+
+def apply_problem(results, component):
+    """The message when applying ``component``'s objects failed for some of them (``results``: the
+    registered per-object results of the apply loop, in order); empty when none failed.
+
+    Says which objects the cluster accepted, which it refused and why (the server's own message), and
+    which were not applied because the cluster stopped answering - so that nothing is left half-applied
+    without a word."""
+    results = results or []
+    # the loop runs with failed_when false (Ansible then sets failed to false): an object the module
+    # did not apply has its message and no result
+    failed = [r for r in results if r.get("failed") or (r.get("msg") and "result" not in r)]
+    if not failed:
+        return ""
+    done = [_object_name(r.get("item")) for r in results if r not in failed and not r.get("skipped")]
+    lost, refused = [], []
+    for r in failed:
+        msg = str(r.get("msg") or r.get("reason") or "failed")
+        cause = next((text for needles, text in _CAUSES[2:] if all(n in msg for n in needles)), None)
+        if cause and ("Max retries exceeded" in msg or "Connection" in msg or "timed out" in msg):
+            lost.append((_object_name(r.get("item")), cause))
+        else:
+            refused.append("%s: %s" % (_object_name(r.get("item")), _first_line(_server_message(msg), 400)))
+    parts = ["Applying %s stopped part-way: %d of %d object(s) applied or already as rendered%s" % (
+        component, len(done), len(results), (" (%s)" % ", ".join(done)) if done else "")]
+    if refused:
+        parts.append("refused by the API server: %s" % "; ".join(refused))
+    if lost:
+        parts.append("not applied because the cluster stopped answering (%s): %s" % (
+            lost[0][1], ", ".join(name for name, _ in lost)))
+    return "; ".join(parts) + (". Objects are applied with server-side apply: once the cause is fixed, run the same "
+                               "command again; it applies what is missing and changes nothing else.")
 
 
 def helm_problem(result, binary):
