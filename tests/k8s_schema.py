@@ -1,11 +1,12 @@
 """Validate Kubernetes objects against the real upstream OpenAPI schemas (kubernetes-validate).
 
-gpufleet supports Kubernetes 1.30 to 1.35; objects are checked against the oldest and newest
-in strict mode (unknown fields are errors).
+gpufleet supports Kubernetes 1.32 (the oldest minor EKS or GKE still supports, December 2026) to 1.37;
+objects are checked against the oldest and newest in strict mode (unknown fields are errors). Real API
+servers at both ends accept the rendered trees too: tests/integration/test_cp_trees.py.
 """
 import kubernetes_validate
 
-SUPPORTED_K8S = ("1.30.0", "1.35.0")
+SUPPORTED_K8S = ("1.32.0", "1.37.0")
 
 
 def assert_valid(obj, versions=SUPPORTED_K8S):
