@@ -14,6 +14,8 @@ cd "$(dirname "$0")/.."
 root=$PWD
 cache=${GPUFLEET_CP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpufleet/controlplane}
 export GOTOOLCHAIN=local GOFLAGS=-trimpath
+# Go from the machine image (/usr/local/go) when no login shell put it on PATH (CI runs non-interactively)
+command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
 command -v go >/dev/null || { echo "controlplane: Go (1.26+) is needed to build the test control plane" >&2; exit 1; }
 
 # Bump when the build flags below change (it is part of every wrapper's cache key).
