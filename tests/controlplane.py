@@ -534,4 +534,4 @@ class ControlPlane:
 
 def shared_crds_or_skip(pytest):
     if not os.path.isdir(SHARED_CRDS):
-        pytest.skip("needs the upstream CRD files in ../shared/crds/ (%s is absent)" % SHARED_CRDS)
+        pytest.skip(reason="needs the upstream CRD files in ../shared/crds/ (%s is absent)" % SHARED_CRDS)

@@ -152,9 +152,10 @@ class _Api(object):
                 return False
             if exc.status == 429:
                 try:
-                    raise TooManyRequests(json.loads(exc.body).get("message", ""))
-                except ValueError:
-                    raise TooManyRequests(str(exc.body))
+                    message = json.loads(exc.body).get("message", "")
+                except (TypeError, ValueError, AttributeError):
+                    message = str(exc.body)
+                raise TooManyRequests(message)
             raise
         return True
 
