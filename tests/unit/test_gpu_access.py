@@ -128,6 +128,14 @@ def test_standalone_mig_is_refused_with_the_reason_unless_preconfigured():
     assert preflight("kubeadm", "standalone", [pre])[0] == []
 
 
+def test_the_removal_runs_a_mode_switch_gives_pass_preflight_with_a_mig_pool():
+    # mode_switch's commands: standalone with the add-ons absent, operator with the operator absent
+    assert preflight("kubeadm", "standalone", [MIXED], nvidia_device_plugin_state="absent",
+                     dcgm_exporter_state="absent")[0] == []
+    no_profile = {"name": "p", "gpu_type": "a100-80gb", "sharing": {"mode": "mig", "mig_strategy": "single"}}
+    assert preflight("kubeadm", "operator", [no_profile], gpu_operator_state="absent")[0] == []
+
+
 def test_operator_mig_without_profile_is_refused():
     pool = {"name": "p", "gpu_type": "a100-80gb", "sharing": {"mode": "mig", "mig_strategy": "single"}}
     errors = preflight("kubeadm", "operator", [pool])[0]

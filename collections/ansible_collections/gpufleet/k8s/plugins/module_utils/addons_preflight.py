@@ -303,7 +303,8 @@ def check(params, plan, problems):
             problems.error(var, "true has no effect with gpufleet_addons_mode=none (no add-on is deployed); use "
                            "one of: auto, false, or gpufleet_addons_mode: standalone")
     # MIG partitioning and GKE-native sharing: what renders fine but gives pods no GPU.
-    gpu_access.check_sharing(plan, extra, problems)
+    gpu_access.check_sharing(plan, dict(extra, nvidia_device_plugin_state=s["nvidia_device_plugin_state"],
+                                        gpu_operator_state=s["gpu_operator_state"]), problems)
     if mode == "standalone" and plan.get("platform") == "openshift":
         problems.warn("gpufleet_addons_mode", "standalone on OpenShift: the device plugin, GFD and dcgm-exporter "
                       "service accounts need the privileged SCC; the supported path is operator")

@@ -165,6 +165,11 @@ def check_sharing(plan, extra, problems):
             continue
         if sharing.get("mode") != "mig" or sharing.get("mig_preconfigured") or mode == "none":
             continue
+        # a run that removes the add-ons (the command a mode switch gives) places no MIG pods
+        if mode == "standalone" and extra.get("nvidia_device_plugin_state") == "absent":
+            continue
+        if mode == "operator" and extra.get("gpu_operator_state") == "absent":
+            continue
         if mode == "standalone":
             problems.error(var + ".mode", "MIG with gpufleet_addons_mode=standalone: nothing partitions the GPUs "
                            "(gpufleet has no host-side MIG partitioning; the MIG manager is part of the GPU "

@@ -1,0 +1,224 @@
+"""Operator mode on a real control plane (tests/controlplane.py) with the real helm.
+
+The GPU Operator chart cannot be downloaded here. tests/standin/gpu-operator-chart is a LABELLED STAND-IN
+written by the project: the same chart name and version as the pin, a values schema that refuses keys it
+does not know, templates that turn the values gpufleet sets into a ClusterPolicy (the real CRD, from
+../shared/crds, in the chart's crds/ as the real chart ships it) and the ConfigMaps the values ask for,
+and one operator Deployment (KWOK runs its pod). It does not reconcile the ClusterPolicy.
+
+The inventory is inventories/kubeadm-operator (MIG mixed + time-slicing; in the standalone phase its MIG
+pool says the hosts are partitioned already, as standalone mode requires). In the order a user lives it:
+standalone add-ons run -> operator mode refused, naming them and the command that removes them -> that
+command -> helm install -> re-run changes nothing -> a changed value is a helm upgrade -> standalone mode
+refused while the operator runs -> the command it gives uninstalls the release -> standalone again.
+"""
+import os
+import re
+import shlex
+import shutil
+
+import pytest
+import yaml
+
+from controlplane import SHARED_CRDS, binary, shared_crds_or_skip
+from test_site_render import ROOT, recap, run_site
+
+INVENTORY = "inventories/kubeadm-operator"
+NAMESPACE = "gpu-operator"
+CHART = os.path.join(ROOT, "tests", "standin", "gpu-operator-chart")
+H100 = ["h100-node-01.example.internal", "h100-node-02.example.internal"]
+L40S = ["l40s-node-01.example.internal"]
+# values that only steer the chart (what it creates), not ClusterPolicy fields
+CHART_ONLY = {("devicePlugin", "config", "create"), ("devicePlugin", "config", "data"),
+              ("dcgmExporter", "config", "create"), ("dcgmExporter", "config", "data"),
+              ("operator", "repository"), ("operator", "image"), ("operator", "version")}
+CHART_ONLY_SECTIONS = {"nfd", "node-feature-discovery", "platform"}
+# values the chart writes under another ClusterPolicy field name
+RENAMED = {("driver", "upgradePolicy", "gpuPodDeletion"): ("driver", "upgradePolicy", "podDeletion")}
+
+
+@pytest.fixture(scope="module")
+def env(control_plane, tmp_path_factory):
+    shared_crds_or_skip(pytest)
+    tmp = tmp_path_factory.mktemp("operator")
+    chart = tmp / "gpu-operator"
+    shutil.copytree(CHART, chart)
+    (chart / "crds").mkdir()
+    for name in ("nvidia.com_clusterpolicies.yaml", "nvidia.com_nvidiadrivers.yaml"):
+        shutil.copy(os.path.join(SHARED_CRDS, name), chart / "crds" / name)
+    for name in H100:
+        control_plane.add_node(name, gpu=56)
+    for name in L40S:
+        control_plane.add_node(name, gpu=16)
+    control_plane.add_node("cpu-1")
+    # the standalone phase: the same pools, MIG partitioned on the hosts (standalone has no MIG manager)
+    with open(os.path.join(ROOT, INVENTORY, "group_vars", "all", "gpufleet.yml")) as f:
+        pools = yaml.safe_load(f)["gpufleet_gpu_pools"]
+    for pool in pools:
+        if pool["sharing"]["mode"] == "mig":
+            pool["sharing"]["mig_preconfigured"] = True
+    (tmp / "standalone.yml").write_text(yaml.safe_dump({"gpufleet_addons_mode": "standalone",
+                                                         "gpufleet_gpu_pools": pools}))
+    extra = ["-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_kubeconfig=%s" % control_plane.kubeconfig,
+             "-e", "gpufleet_helm_binary=%s" % binary("helm", "helm"), "-e", "gpu_operator_chart_path=%s" % chart]
+    return control_plane, tmp, extra
+
+
+def cluster(env, *more, standalone=False):
+    cp, tmp, extra = env
+    if standalone:
+        more = ("-e", "@%s" % (tmp / "standalone.yml")) + more
+    return run_site(tmp / "build", *(extra + list(more)), playbook="playbooks/cluster.yml", inventory=INVENTORY)
+
+
+def flat(out):
+    return re.sub(r"\s+", " ", out)
+
+
+def gpufleet_daemonsets(cp):
+    return sorted("%s/%s" % (d["metadata"]["namespace"], d["metadata"]["name"])
+                  for d in cp.items("/apis/apps/v1/daemonsets?labelSelector=app.kubernetes.io/managed-by%3Dgpufleet"))
+
+
+def releases(cp):
+    """Helm's release records (Secrets sh.helm.release.v1.<name>.v<revision>), as [(name, revision, status)]."""
+    out = []
+    for s in cp.items("/api/v1/namespaces/%s/secrets?labelSelector=owner%%3Dhelm" % NAMESPACE):
+        labels = s["metadata"]["labels"]
+        out.append((labels["name"], int(labels["version"]), labels["status"]))
+    return sorted(out)
+
+
+def policies(cp):
+    if not cp.exists("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/clusterpolicies.nvidia.com"):
+        return []
+    return cp.items("/apis/nvidia.com/v1/clusterpolicies")
+
+
+def leaves(tree, path=()):
+    if isinstance(tree, dict) and tree:
+        for key, value in tree.items():
+            yield from leaves(value, path + (key,))
+    else:
+        yield path, tree
+
+
+def given_command(message, after):
+    """The ansible-playbook command a refusal gives, as extra arguments for run_site (without -i)."""
+    match = re.search(re.escape(after) + r" (ansible-playbook \S+ -i \S+ .*?) - then", message)
+    assert match, message
+    argv = shlex.split(match.group(1))
+    assert argv[1] == "playbooks/cluster.yml" and argv[2] == "-i" and argv[3].endswith(INVENTORY), argv
+    return argv[4:]
+
+
+@pytest.fixture(scope="module")
+def standalone(env):
+    rc, out = cluster(env, standalone=True)
+    assert rc == 0, out[-5000:]
+    return out
+
+
+def test_standalone_addons_run_first(env, standalone):
+    cp = env[0]
+    assert "nvidia-device-plugin/nvidia-device-plugin" in gpufleet_daemonsets(cp)
+
+
+def test_operator_mode_is_refused_while_the_standalone_addons_run(env, standalone):
+    cp = env[0]
+    rc, out = cluster(env)
+    assert rc != 0
+    text = flat(out)
+    assert "gpufleet_addons_mode is operator, but the standalone add-ons gpufleet deployed still run" in text, text[-3000:]
+    assert "nvidia-device-plugin/nvidia-device-plugin" in text and "Nothing was applied" in text
+    # refused before anything of the operator reached the cluster
+    assert releases(cp) == [] and policies(cp) == []
+    # the command it gives removes them, and only then does operator mode install
+    rc, out = cluster(env, *given_command(text, "Remove them first with:"))
+    assert rc == 0, out[-5000:]
+    assert gpufleet_daemonsets(cp) == []
+
+
+@pytest.fixture(scope="module")
+def installed(env, standalone):
+    cp, tmp, _ = env
+    if gpufleet_daemonsets(cp):
+        pytest.fail("the standalone add-ons are still there (see the refusal test)")
+    rc, out = cluster(env)
+    assert rc == 0, out[-5000:]
+    with open(tmp / "build" / "cluster" / "gpu-operator" / "gpu-operator-values.yaml") as f:
+        values = yaml.safe_load(f)
+    return out, values
+
+
+def test_helm_installs_the_release_with_the_rendered_values(env, installed):
+    cp = env[0]
+    _, values = installed
+    assert releases(cp) == [("gpu-operator", 1, "deployed")]
+    (policy,) = policies(cp)
+    spec = policy["spec"]
+    # every value gpufleet sets reached the real API server as a ClusterPolicy field (the real CRD's
+    # structural schema prunes fields it does not know, so a wrong key would be missing here)
+    compared = 0
+    for path, value in leaves(values):
+        if path[0] in CHART_ONLY_SECTIONS or path[:3] in CHART_ONLY or path[:2] in CHART_ONLY:
+            continue
+        field = RENAMED.get(path[:3], path[:3]) + path[3:]
+        node = spec
+        for key in field:
+            assert isinstance(node, dict) and key in node, "%s: not in the ClusterPolicy %s" % (".".join(path), spec)
+            node = node[key]
+        assert node == value, ".".join(path)
+        compared += 1
+    assert compared > 20
+    assert spec["mig"] == {"strategy": "mixed"} and spec["driver"]["enabled"] is False
+    assert spec["devicePlugin"]["config"] == {"name": "gpufleet-device-plugin-configs", "default": "default"}
+    configs = cp.get("/api/v1/namespaces/%s/configmaps/gpufleet-device-plugin-configs" % NAMESPACE)["data"]
+    assert set(configs) == {"default", "mig-h100", "share-l40s"}
+    assert yaml.safe_load(configs["share-l40s"])["sharing"]["timeSlicing"]["resources"] == [
+        {"name": "nvidia.com/gpu", "replicas": 4}]
+    metrics = cp.get("/api/v1/namespaces/%s/configmaps/gpufleet-dcgm-metrics" % NAMESPACE)["data"]["dcgm-metrics.csv"]
+    assert "DCGM_FI_DEV_XID_ERRORS" in metrics
+    # helm waited for the operator Deployment (KWOK runs its pod)
+    deployment = cp.get("/apis/apps/v1/namespaces/%s/deployments/gpu-operator" % NAMESPACE)
+    assert deployment["status"].get("readyReplicas") == 1
+
+
+def test_rerun_changes_nothing_and_keeps_the_revision(env, installed):
+    cp = env[0]
+    rc, out = cluster(env)
+    assert rc == 0, out[-5000:]
+    assert recap(out)["changed"] == 0, out[-5000:]
+    assert releases(cp) == [("gpu-operator", 1, "deployed")]
+
+
+def test_a_changed_value_is_a_helm_upgrade(env, installed):
+    cp = env[0]
+    rc, out = cluster(env, "-e", '{"gpu_operator_upgrade_policy": {"maxParallelUpgrades": 2}}')
+    assert rc == 0, out[-5000:]
+    assert recap(out)["changed"] >= 1
+    assert ("gpu-operator", 2, "deployed") in releases(cp)
+    (policy,) = policies(cp)
+    assert policy["spec"]["driver"]["upgradePolicy"]["maxParallelUpgrades"] == 2
+
+
+def test_standalone_mode_is_refused_while_the_operator_runs_then_uninstall(env, installed):
+    cp, tmp, _ = env
+    rc, out = cluster(env, standalone=True)
+    assert rc != 0
+    text = flat(out)
+    assert "gpufleet_addons_mode is standalone, but the GPU Operator runs (ClusterPolicy cluster-policy)" in text, \
+        text[-3000:]
+    assert gpufleet_daemonsets(cp) == []
+    # the command it gives uninstalls the release: the ClusterPolicy, ConfigMaps and operator go with it
+    rc, out = cluster(env, *given_command(text, "Remove the operator first with:"))
+    assert rc == 0, out[-5000:]
+    assert releases(cp) == []
+    assert policies(cp) == []
+    assert not cp.exists("/apis/apps/v1/namespaces/%s/deployments/gpu-operator" % NAMESPACE)
+    assert not cp.exists("/api/v1/namespaces/%s/configmaps/gpufleet-device-plugin-configs" % NAMESPACE)
+    assert not (tmp / "build" / "cluster" / "gpu-operator" / "gpu-operator-values.yaml").exists()
+    # and standalone mode applies now
+    rc, out = cluster(env, standalone=True)
+    assert rc == 0, out[-5000:]
+    assert "nvidia-device-plugin/nvidia-device-plugin" in gpufleet_daemonsets(cp)
