@@ -64,6 +64,14 @@ def env(control_plane, tmp_path_factory):
     return control_plane, tmp, extra
 
 
+def test_the_stand_in_has_the_pinned_chart_name_and_version():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import CHARTS
+    with open(os.path.join(CHART, "Chart.yaml")) as f:
+        chart = yaml.safe_load(f)
+    assert (chart["name"], chart["version"]) == (CHARTS["gpu_operator"]["name"], CHARTS["gpu_operator"]["version"]), \
+        "move tests/standin/gpu-operator-chart with the pin (and its values schema with the chart's values keys)"
+
+
 def cluster(env, *more, standalone=False):
     cp, tmp, extra = env
     if standalone:
