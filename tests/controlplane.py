@@ -412,7 +412,8 @@ class ControlPlane:
                 if last:
                     return last
             except ApiError as exc:
-                if exc.code != 404:
+                # 404: not there yet; 429: a new CRD's storage is still initializing
+                if exc.code not in (404, 429):
                     raise
             self._check_alive()
             time.sleep(interval)

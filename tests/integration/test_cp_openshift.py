@@ -1,0 +1,72 @@
+"""The OpenShift path on a real control plane (tests/controlplane.py): OLM's CRDs are served (as on an
+OpenShift cluster), the operators' own CRDs are not yet. The cluster stage applies the Namespaces,
+OperatorGroups and Subscriptions, then waits; when "OLM" installs the operators - here the test creates
+their real CRDs (../shared/crds) some seconds after the Subscriptions appear, the part OLM plays - the stage
+applies the NodeFeatureDiscovery instance and the ClusterPolicy, which the real API server validates
+against those CRDs. No OLM runs here: nothing reconciles the Subscriptions (stand-in: the test itself).
+"""
+import os
+import subprocess
+import time
+
+import pytest
+
+from controlplane import shared_crds_or_skip
+from test_site_render import BIN, ROOT, recap, run_site
+
+INVENTORY = "inventories/openshift"
+OLM_CRDS = ["operators.coreos.com_operatorgroups.yaml", "operators.coreos.com_subscriptions.yaml"]
+OPERATOR_CRDS = ["nfd.openshift.io_nodefeaturediscoveries.yaml", "nvidia.com_clusterpolicies.yaml"]
+SUBSCRIPTIONS = "/apis/operators.coreos.com/v1alpha1/subscriptions"
+
+
+@pytest.fixture(scope="module")
+def cluster(control_plane):
+    shared_crds_or_skip(pytest)
+    control_plane.install_crds(OLM_CRDS)
+    for name in ("h100-worker-01.ocp.example.internal", "h100-worker-02.ocp.example.internal"):
+        control_plane.add_node(name, gpu=56)
+    control_plane.add_node("l40s-worker-01.ocp.example.internal", gpu=8)
+    return control_plane
+
+
+def extra(cp):
+    return ["-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_kubeconfig=%s" % cp.kubeconfig]
+
+
+def test_waits_for_the_operator_crds_then_applies_nfd_and_the_cluster_policy(cluster, tmp_path):
+    cp = cluster
+    log = tmp_path / "cluster.log"
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_FORCE_COLOR="0", PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+    cmd = [os.path.join(BIN, "ansible-playbook"), "playbooks/cluster.yml", "-i", INVENTORY,
+           "-e", "gpufleet_build_dir=%s" % (tmp_path / "build")] + extra(cp)
+    # output to a file, not a pipe nobody reads while the stage waits (a full pipe would block it)
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            # (the wait task's banner is printed only when it ends: skipped tasks are not shown)
+            cp.wait(lambda: proc.poll() is not None or len(cp.items(SUBSCRIPTIONS)) >= 2, 180, "the Subscriptions")
+            assert proc.poll() is None, log.read_text()[-5000:]
+            subs = sorted(s["spec"]["name"] for s in cp.items(SUBSCRIPTIONS))
+            assert subs == ["gpu-operator-certified", "nfd"], subs
+            # the stage waits: no ClusterPolicy can exist yet, and it has not given up
+            time.sleep(10)
+            assert proc.poll() is None, log.read_text()[-5000:]
+            cp.install_crds(OPERATOR_CRDS)  # what OLM does when it installs the operators
+            rc = proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    output = log.read_text()
+    assert rc == 0, output[-5000:]
+    assert "Wait until OLM has installed the NFD and ClusterPolicy APIs" in output
+    (policy,) = cp.items("/apis/nvidia.com/v1/clusterpolicies")
+    assert policy["spec"]["mig"]["strategy"] == "mixed"
+    assert policy["spec"]["operator"]["defaultRuntime"] == "crio"
+    nfd = cp.items("/apis/nfd.openshift.io/v1/nodefeaturediscoveries")
+    assert len(nfd) == 1, nfd
+    # a second run finds everything in place: nothing changes
+    rc, output = run_site(tmp_path / "build", *extra(cp), playbook="playbooks/cluster.yml", inventory=INVENTORY)
+    assert rc == 0, output[-5000:]
+    assert recap(output)["changed"] == 0, output[-5000:]
