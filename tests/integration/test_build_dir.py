@@ -4,8 +4,11 @@ renders into a staging copy that replaces it only after the last stage succeeded
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -104,3 +107,49 @@ def test_the_build_dir_is_confined(tmp_path):
     assert (fresh / ".gpufleet-build").is_file()
     rc, out = run_site(fresh)
     assert rc == 0 and re.search(r"localhost\s+: ok=\d+\s+changed=0 ", out), out[-2000:]
+
+
+# Symbolic links in the build directory (issue 30 item 4). Git stores links and GitOps users commit
+# build/; a render that followed ``gitops -> elsewhere`` emptied the folder the link named. Each case
+# plants a link in a rendered build directory; the next run must refuse naming the link, and neither
+# the link's target nor the build directory may change.
+LINK_CASES = {
+    "symlinked directory": ("gitops", "victim"),
+    "symlinked file": ("cluster/device-plugin/00-namespace-nvidia-device-plugin.yaml", "victim/00-user.yaml"),
+    "symlink to the parent": ("cluster/device-plugin", ".."),
+    "dangling symlink": ("gitops", "victim/not-there-yet"),
+}
+
+
+@pytest.fixture(scope="module")
+def rendered_build(tmp_path_factory):
+    build = tmp_path_factory.mktemp("links") / "example"
+    rc, out = run_site(build)
+    assert rc == 0, out[-3000:]
+    return build
+
+
+@pytest.mark.parametrize("case", sorted(LINK_CASES))
+def test_a_symlink_in_the_build_dir_is_refused_and_its_target_survives(rendered_build, tmp_path, case):
+    build = tmp_path / "example"
+    shutil.copytree(str(rendered_build), str(build), symlinks=True)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "important.txt").write_text("keep me\n")
+    (victim / "00-user.yaml").write_text("the user's own manifest\n")
+    (victim / "kustomization.yaml").write_text("the user's kustomization\n")
+    rel, target = LINK_CASES[case]
+    link = build / rel
+    if link.is_dir():
+        shutil.rmtree(str(link))
+    else:
+        link.unlink()
+    os.symlink(target if target == ".." else str(tmp_path / target), str(link))
+    before_victim, before_build = snapshot(victim), snapshot(build)
+    rc, out = run_site(build)
+    assert rc != 0, out[-3000:]
+    flat = re.sub(r"\s+", " ", out)
+    assert "gpufleet_build_dir: %s holds symbolic links (%s -> " % (build, link) in flat, flat[-3000:]
+    assert snapshot(victim) == before_victim
+    assert snapshot(build) == before_build
+    assert sorted(os.listdir(str(tmp_path))) == ["example", "victim"], "a staging copy was made"

@@ -147,3 +147,57 @@ def test_rerender_changes_nothing_and_drops_what_left(tmp_path):
     assert rc == 0, out[-3000:]
     assert not (build / "gitops" / "cluster-gpu-monitoring").exists()
     assert "cluster-gpu-monitoring" not in yaml.safe_load((build / "gitops" / "kustomization.yaml").read_text())["resources"]
+
+
+# Injection into the GitOps files (issue 30 item 2). The review's inputs: a line break in a setting
+# pasted into a comment line added a cluster-admin ClusterRoleBinding ahead of the Argo CD
+# Application, or a Namespace to the Flux Kustomization, and the run exited 0.
+CRB = ("---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: pwn}\n"
+       "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\n"
+       "subjects: [{kind: User, name: eve}]\n---\n#")
+HOSTILE = [
+    ("gitops_repo_url", "https://git.example.com/fleet.git\n" + CRB, "U+000A (line feed)"),
+    ("gitops_path", "build/example/gitops\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: pwn}\n#",
+     "U+000A (line feed)"),
+    ("gitops_flux_source", "gpufleet\u2028kind: Namespace", "U+2028 (line separator)"),
+    ("gitops_flux_namespace", "flux-system\x85---", "U+0085 (next line)"),
+    ("gitops_revision", "main\r" + CRB, "U+000D (carriage return)"),
+    ("gitops_argocd_project", "default\u2029---", "U+2029 (paragraph separator)"),
+    ("gitops_repo_url", "http://git.example.com/fleet.git", "the scheme http:// is not allowed"),
+    ("gitops_path", "../../etc", "a path relative to the repository root"),
+]
+
+
+@pytest.mark.parametrize("var, value, fragment", HOSTILE, ids=["%s-%d" % (h[0], i) for i, h in enumerate(HOSTILE)])
+def test_hostile_gitops_settings_are_refused_before_anything_is_written(tmp_path, var, value, fragment):
+    build = tmp_path / "example"
+    rc, out = run_site(build, "-e", json.dumps({var: value}))
+    assert rc != 0, out[-3000:]
+    assert "%s: " % var in out and fragment in out, out[-3000:]
+    assert not os.path.exists(str(build)) and os.listdir(str(tmp_path)) == []
+
+
+def kinds_of(build):
+    """{file: [kind of each document]} of every YAML file under ``build``."""
+    out = {}
+    for path in sorted(build.rglob("*.yaml")):
+        out[str(path.relative_to(build))] = [(d or {}).get("kind") for d in yaml.safe_load_all(path.read_text())]
+    return out
+
+
+def test_a_multi_line_value_where_allowed_changes_no_document(tmp_path):
+    """gpu_operator_values_overrides may hold multi-line strings (Helm values are data): the review's
+    payload in one reaches the values file and the GitOps tree as a string, and every rendered file
+    keeps its number and kinds of documents."""
+    base, hostile = tmp_path / "base" / "example", tmp_path / "hostile" / "example"
+    base.parent.mkdir()
+    hostile.parent.mkdir()
+    overrides = {"dcgmExporter": {"env": [{"name": "NOTE", "value": "x\n" + CRB}]}}
+    rc, out = run_site(base, "-e", "gpufleet_addons_mode=operator")
+    assert rc == 0, out[-3000:]
+    rc, out = run_site(hostile, "-e", "gpufleet_addons_mode=operator",
+                       "-e", json.dumps({"gpu_operator_values_overrides": overrides}))
+    assert rc == 0, out[-3000:]
+    assert kinds_of(hostile) == kinds_of(base)
+    values = yaml.safe_load((hostile / "cluster" / "gpu-operator" / "gpu-operator-values.yaml").read_text())
+    assert {"name": "NOTE", "value": "x\n" + CRB} in values["dcgmExporter"]["env"]

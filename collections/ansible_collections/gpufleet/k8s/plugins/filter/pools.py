@@ -14,7 +14,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.gke import (
 from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import karpenter_objects
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools_check import nap_enabled, resolve_settings
 from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import dump_yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.render import comment, dump_yaml
 
 
 def _plain(value):
@@ -43,7 +43,7 @@ def gpu_pools_nap_enabled(plan, values):
 def gpu_pools_nap_yaml(plan, values):
     """The NAP config file's text (deterministic YAML)."""
     plan = plain(plan)
-    return "# Rendered by gpufleet for cluster %s; do not edit by hand.\n" % plan["cluster_name"] + \
+    return comment("Rendered by gpufleet for cluster %s; do not edit by hand." % plan["cluster_name"]) + \
         dump_yaml(_plain(nap_config(plan["pools"], resolve_settings(plain(values)), plan["platform"])))
 
 

@@ -20,7 +20,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import dump_yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.render import comments, dump_yaml
 from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import image_ref
 
 NAME = "dcgm-exporter"
@@ -201,12 +201,11 @@ def scrape_job(plan, extra):
     common = {"scrape_interval": s["dcgm_exporter_scrape_interval"], "scrape_timeout": s["dcgm_exporter_scrape_timeout"],
               "metrics_path": "/metrics", "scheme": "http"}
     if plan.get("platform") in ("gke", "gke-autopilot"):
-        header = ("# GKE: no dcgm-exporter DaemonSet is deployed by gpufleet. GPU metrics come from GKE's managed\n"
-                  "# DCGM exporter: enable it with\n"
-                  "#   gcloud container clusters update %s --monitoring=SYSTEM,DCGM\n"
-                  "# The metrics then reach Cloud Monitoring (Managed Service for Prometheus) as DCGM_FI_*.\n"
-                  "# For a self-hosted Prometheus, this job scrapes the managed exporter's pods directly.\n"
-                  % plan.get("cluster_name"))
+        header = comments("GKE: no dcgm-exporter DaemonSet is deployed by gpufleet. GPU metrics come from GKE's "
+                          "managed", "DCGM exporter: enable it with",
+                          "  gcloud container clusters update %s --monitoring=SYSTEM,DCGM" % plan.get("cluster_name"),
+                          "The metrics then reach Cloud Monitoring (Managed Service for Prometheus) as DCGM_FI_*.",
+                          "For a self-hosted Prometheus, this job scrapes the managed exporter's pods directly.")
         job = dict(common, job_name="gke-managed-dcgm-exporter",
                    kubernetes_sd_configs=[{"role": "pod", "namespaces": {"names": [GKE_MANAGED_NAMESPACE]}}],
                    relabel_configs=[
@@ -215,8 +214,8 @@ def scrape_job(plan, extra):
                         "action": "keep"},
                        node_relabel])
     else:
-        header = ("# Prometheus scrape job for gpufleet's dcgm-exporter (for Prometheus without the Operator):\n"
-                  "# list this file under scrape_config_files, or copy the job into scrape_configs.\n")
+        header = comments("Prometheus scrape job for gpufleet's dcgm-exporter (for Prometheus without the Operator):",
+                          "list this file under scrape_config_files, or copy the job into scrape_configs.")
         job = dict(common, job_name="gpufleet-dcgm-exporter",
                    kubernetes_sd_configs=[{"role": "endpoints",
                                            "namespaces": {"names": [s["dcgm_exporter_namespace"]]}}],

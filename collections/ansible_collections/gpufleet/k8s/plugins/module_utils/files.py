@@ -20,6 +20,66 @@ import tempfile
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 
 
+# Symbolic links in gpufleet's output (issue 30 item 4): git stores links and GitOps users commit
+# build/, so a cloned or pulled build tree can hold one. Following it would write, read or delete in
+# its target (a render once emptied the folder a link named gitops pointed to). The build-tree
+# writers below refuse instead, naming the link, before anything changes.
+LINK_ADVICE = ("gpufleet never writes, reads or deletes through a symbolic link in its output; remove the link "
+               "(the next run recreates what belongs there) or replace it by a real directory")
+
+
+def first_link(path):
+    """The first component of ``path`` (made absolute), from the root down, that is a symbolic link;
+    None when there is none (a component that does not exist ends the search)."""
+    current = os.sep
+    for part in os.path.abspath(path).split(os.sep):
+        if not part:
+            continue
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            return current
+        if not os.path.exists(current):
+            return None
+    return None
+
+
+def links_under(root):
+    """The symbolic links at or below ``root`` (never followed), as paths relative to ``root``
+    (``.``: ``root`` itself), sorted."""
+    if os.path.islink(root):
+        return ["."]
+    out = []
+    for dirpath, dirs, names in os.walk(root):
+        for name in dirs + names:
+            if os.path.islink(os.path.join(dirpath, name)):
+                out.append(os.path.relpath(os.path.join(dirpath, name), root))
+    return sorted(out)
+
+
+def link_message(path):
+    """``path`` is a symbolic link: what it points to and what to do."""
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    return "%s is a symbolic link (to %s); %s" % (path, target, LINK_ADVICE)
+
+
+def refuse_links(dest, names=(), tree=False):
+    """Raise GpufleetError naming the first symbolic link on the way to ``dest``, on the way from
+    ``dest`` to any of ``names`` (relative), or, with ``tree``, anywhere below ``dest``."""
+    found = first_link(dest)
+    for name in names:
+        if found:
+            break
+        found = first_link(os.path.join(dest, name))
+    if not found and tree and os.path.isdir(dest):
+        below = links_under(dest)
+        found = os.path.join(dest, below[0]) if below else None
+    if found:
+        raise GpufleetError(link_message(found))
+
+
 def read_text(path):
     """The file's text, or None when it does not exist (other errors, e.g. a directory, raise)."""
     try:
@@ -137,7 +197,9 @@ def write_changes(changes, backup_suffix=None):
 def sync_files(dest, wanted, removes=(), modes=None, check_mode=False, diff=False):
     """Plan, write (unless ``check_mode``) and describe the files ``wanted`` ({name: text}) under
     ``dest``, removing ``removes``: the result keys every file-writing module returns
-    (``changed``, ``written``, ``removed`` and, when ``diff``, ``diff``)."""
+    (``changed``, ``written``, ``removed`` and, when ``diff``, ``diff``). A symbolic link on the way to
+    ``dest`` or to any of those files is refused before anything changes (``refuse_links``)."""
+    refuse_links(dest, list(wanted) + list(removes))
     writes = plan_files(dest, wanted, modes)
     removes = [name for name in removes if os.path.lexists(os.path.join(dest, name))]
     if (writes or removes) and not check_mode:
@@ -208,10 +270,11 @@ def listing_artifacts(listing, names, max_bytes):
 def sync_tree(dest, wanted, absent=(), mode=0o644, check_mode=False, diff=False, listing=False):
     """``sync_files`` for files in sub-directories of ``dest``, plus removal of whole directories:
     writes ``wanted`` ({relative name: text}), removes each name of ``absent`` (a file, or a directory
-    with its content), optionally lists the files left. Every name is checked to stay inside ``dest``
-    before anything changes."""
+    with its content), optionally lists the files left. Every name is checked to stay inside ``dest``,
+    and ``dest`` to hold no symbolic link (nor to be reached through one), before anything changes."""
     for name in list(wanted) + list(absent):
         inside(dest, name)
+    refuse_links(dest, list(wanted) + list(absent), tree=True)
     writes = plan_files(dest, dict((os.path.normpath(n), t) for n, t in wanted.items()),
                         dict((os.path.normpath(n), mode) for n in wanted))
     gone = []

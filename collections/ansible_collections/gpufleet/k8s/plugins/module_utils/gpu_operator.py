@@ -30,7 +30,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
 from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import metrics_csv, service_monitor_wanted
 from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import plugin_configs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_access import MIG_CONFIG_LABEL, mig_config_label
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import dump_yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.render import comments, dump_yaml
 from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import (
     CHARTS, OLM_PACKAGES, OPERATOR_REPOSITORIES, with_prefix)
 
@@ -226,14 +226,14 @@ def values_file(plan, extra, service_monitor_api=False):
     """The rendered values file (text), with a header naming chart, version and notes."""
     s = _a.settings(plan, extra)
     ch = chart(s)
-    header = ["# GPU Operator Helm values rendered by gpufleet for cluster %s (preset %s)."
+    header = ["GPU Operator Helm values rendered by gpufleet for cluster %s (preset %s)."
               % (plan.get("cluster_name"), preset(plan, s)),
-              ("# Chart: %s %s from %s" % (ch["name"], ch["version"], ch["path"] or ch["repo_url"])
+              ("Chart: %s %s from %s" % (ch["name"], ch["version"], ch["path"] or ch["repo_url"])
                if preset(plan, s) != "openshift" else
-               "# Installed through OLM (%s, channel %s); these values build the ClusterPolicy." % (
+               "Installed through OLM (%s, channel %s); these values build the ClusterPolicy." % (
                    OLM_PACKAGES["gpu_operator"]["package"], OLM_PACKAGES["gpu_operator"]["channel"]))]
-    header += ["# Note: " + line for line in notes(plan, extra)]
-    return "\n".join(header) + "\n" + dump_yaml(operator_values(plan, extra, service_monitor_api))
+    header += ["Note: " + line for line in notes(plan, extra)]
+    return comments(*header) + dump_yaml(operator_values(plan, extra, service_monitor_api))
 
 
 def operator_objects(plan, extra):

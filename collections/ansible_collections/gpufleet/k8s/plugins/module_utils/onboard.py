@@ -22,7 +22,7 @@ import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import GPU_TYPES
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mig import instances_per_gpu
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import dump_yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.render import comment, comments, dump_yaml
 
 PRODUCT_PATTERNS = (  # GFD nvidia.com/gpu.product, most specific first
     (r"H200", "h200-141gb"), (r"B200", "b200"), (r"H100", "h100-80gb"),
@@ -153,9 +153,9 @@ def propose(nodes, cluster_name, platform=None):
 
 def inventory_files(proposal):
     """{relative path: text} of the starting inventory directory."""
-    header = ("# Starting inventory written by playbooks/onboard.yml from cluster %s; review it, then run\n"
-              "#   ansible-playbook site.yml -i <this directory>   (render mode until gpufleet_apply: true)\n"
-              % proposal["cluster_name"])
+    header = comments("Starting inventory written by playbooks/onboard.yml from cluster %s; review it, then run"
+                      % proposal["cluster_name"],
+                      "  ansible-playbook site.yml -i <this directory>   (render mode until gpufleet_apply: true)")
     hosts = {"all": {"children": {"gpufleet_controller": {"hosts": {"localhost": {
         "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}}}}
     if proposal["groups"]:
@@ -165,11 +165,11 @@ def inventory_files(proposal):
               "gpufleet_apply": False, "gpufleet_addons_mode": "standalone", "gpufleet_gpu_pools": proposal["pools"]}
     if proposal["pin"]:
         values["nvidia_driver_version"] = proposal["pin"]
-    notes = "".join("# NOTE: %s\n" % n for n in proposal["notes"])
-    drivers = "".join("#   %s: %s\n" % (v, ", ".join(ns)) for v, ns in proposal["drivers"].items())
+    notes = "".join(comment("NOTE: %s" % n) for n in proposal["notes"])
+    drivers = "".join(comment("  %s: %s" % (v, ", ".join(ns))) for v, ns in proposal["drivers"].items())
     return {
         "hosts.yml": "---\n" + header + dump_yaml(hosts).replace(": null\n", ":\n"),
         "group_vars/all/gpufleet.yml": ("---\n" + header + notes
-                                        + ("# Installed drivers (GPU feature discovery):\n" + drivers if drivers else "")
+                                        + (comment("Installed drivers (GPU feature discovery):") + drivers if drivers else "")
                                         + dump_yaml(values)),
     }

@@ -14,6 +14,12 @@ are refused, so gpufleet never writes, walks or deletes outside its own output.
 the build directory (a sibling, so the swap is a rename on one file system) and ``publish``
 swaps it in only when the whole run succeeded; a failed run leaves the build directory
 byte-identical (the staging copy is replaced by the next run).
+
+Symbolic links (issue 30 item 4): git stores them and GitOps users commit build/, so a pulled build
+directory may hold one (``gitops -> /somewhere``). gpufleet never follows a link inside its output:
+preflight refuses a build directory that is reached through a link (the default
+``build/<inventory>``) or holds one anywhere, naming each; ``stage``, ``publish`` and every writer
+(files.py, render.py, gitops.py) refuse again before they change anything.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,12 +31,16 @@ import os
 import re
 import shutil
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.files import (
+    LINK_ADVICE, first_link, links_under, refuse_links)
+
 MARKER = ".gpufleet-build"
 MARKER_TEXT = ("This directory holds gpufleet's rendered output; gpufleet replaces its content on every run.\n"
                "Do not keep other files here.\n")
 STAGING_SUFFIX = ".gpufleet-staging"
 OLD_SUFFIX = ".gpufleet-old"
-INVENTORY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+INVENTORY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
 # Never an output directory, nor anything below them.
 SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/sbin", "/sys", "/usr")
 # Never an output directory themselves (their sub-directories may be).
@@ -117,8 +127,29 @@ def _remove_tree(path):
         shutil.rmtree(path)
 
 
+def link_problem(path):
+    """Why the build directory ``path`` cannot be used because of symbolic links, or None: ``path`` is
+    reached through a link, or a link lies anywhere below it (each named, with its target)."""
+    found = first_link(path)
+    if found:
+        return "%s is a symbolic link (to %s); %s" % (found, os.readlink(found), LINK_ADVICE)
+    if not os.path.isdir(path):
+        return None
+    links = links_under(path)
+    if not links:
+        return None
+    named = ", ".join("%s -> %s" % (os.path.join(path, rel), os.readlink(os.path.join(path, rel)))
+                      for rel in links[:5])
+    more = " and %d more" % (len(links) - 5) if len(links) > 5 else ""
+    return "%s holds symbolic links (%s%s); %s" % (path, named, more, LINK_ADVICE)
+
+
 def stage(path, marker=False):
-    """Fresh staging copy of ``path`` (empty when ``path`` does not exist yet); returns its path."""
+    """Fresh staging copy of ``path`` (empty when ``path`` does not exist yet); returns its path.
+    A build directory with symbolic links is refused (GpufleetError) before anything changes."""
+    reason = link_problem(path)
+    if reason:
+        raise GpufleetError("gpufleet_build_dir: " + reason)
     staging = staging_path(path)
     _remove_tree(staging)
     parent = os.path.dirname(path)
@@ -156,6 +187,7 @@ def publish(path):
     staging = staging_path(path)
     if not os.path.isdir(staging):
         return False
+    refuse_links(staging, tree=True)
     if _same_tree(staging, path) or (not os.path.lexists(path) and set(os.listdir(staging)) <= {MARKER}):
         # unchanged, or a run that rendered nothing (nodes, validate) into a directory not there yet
         shutil.rmtree(staging)
@@ -180,6 +212,10 @@ def check(params, plan, problems):
                                     inventory["repo_root"])
     for var, msg in found:
         problems.error(var, msg)
+    reason = link_problem(path) if path else None
+    if reason:
+        problems.error("gpufleet_build_dir", reason)
+        return
     if path:
         plan["build_dir"] = path
         plan["build_dir_marker"] = needs_marker(path, inventory["repo_root"])
@@ -188,6 +224,7 @@ def check(params, plan, problems):
 def mark(path):
     """Write the mark into an existing output directory that lacks it. Returns True when written."""
     marker_path = os.path.join(path, MARKER)
+    refuse_links(path, [MARKER])
     if not os.path.isdir(path) or os.path.exists(marker_path):
         return False
     with open(marker_path, "w") as handle:

@@ -26,6 +26,8 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import awx_survey
 from ansible_collections.gpufleet.k8s.plugins.module_utils import k8s_syntax
 from ansible_collections.gpufleet.k8s.plugins.module_utils import output_tree
 from ansible_collections.gpufleet.k8s.plugins.module_utils import runtime_removal
+from ansible_collections.gpufleet.k8s.plugins.module_utils import input_text
+from ansible_collections.gpufleet.k8s.plugins.module_utils import gitops
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
@@ -43,6 +45,8 @@ CHECKS.append(awx_survey.check)
 CHECKS.append(k8s_syntax.check)
 CHECKS.append(output_tree.check)
 CHECKS.append(runtime_removal.check)
+CHECKS.append(input_text.check)
+CHECKS.append(gitops.check)
 
 
 def run_preflight(params):

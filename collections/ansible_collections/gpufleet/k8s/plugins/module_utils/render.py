@@ -21,7 +21,8 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Gpuflee
 # The file-writing path lives in files.py (no PyYAML there); re-exported for the renderers
 # (apply_render: the old name of write_planned, for callers on branches in flight).
 from ansible_collections.gpufleet.k8s.plugins.module_utils.files import (  # noqa: F401 pylint: disable=unused-import
-    apply_render, file_diffs, plan_files, write_planned)
+    apply_render, file_diffs, plan_files, refuse_links, write_planned)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.input_text import text_error
 
 MANAGED_NAME = re.compile(r"^[0-9]{2,}-[a-z0-9.-]+\.ya?ml$")
 
@@ -46,6 +47,38 @@ def dump_yaml(obj):
                      width=120)
 
 
+def comment(text):
+    """``text`` as one YAML comment line (``# text`` and a line feed). Every comment of a rendered
+    file goes through here: a line break in ``text`` would end the comment and make the rest of it
+    YAML (issue 30 item 2), so text that is not one line of printable characters is refused."""
+    if not isinstance(text, str):
+        text = str(text)
+    reason = text_error(text)
+    if reason:
+        start = text[:next(i for i, c in enumerate(text) if text_error(c))]
+        raise GpufleetError("a comment line of a rendered file (%r...) %s" % (start[-60:], reason))
+    return "# %s\n" % text if text else "#\n"
+
+
+def comments(*lines):
+    """Several ``comment`` lines, in order."""
+    return "".join(comment(line) for line in lines)
+
+
+def check_header(header):
+    """``header`` (text put before a rendered object) when it is comment lines only, each ``# ...``
+    ending in a line feed with no other line break; else GpufleetError."""
+    if not header:
+        return header
+    if not header.endswith("\n"):
+        raise GpufleetError("header %r does not end with a line feed; use comment lines ('# ...\\n')" % (header,))
+    for line in header[:-1].split("\n"):
+        if not line.startswith("#") or text_error(line):
+            raise GpufleetError("header line %r is not one comment line; use lines that start with '#' and hold no "
+                                "other line break or control character" % (line,))
+    return header
+
+
 def object_filename(index, obj):
     try:
         kind = obj["kind"].lower()
@@ -57,7 +90,11 @@ def object_filename(index, obj):
 
 
 def plan_render(dest, objects, header=None):
-    """Return (wanted, writes, removes): every file, those to (re)write, stale ones to delete."""
+    """Return (wanted, writes, removes): every file, those to (re)write, stale ones to delete.
+    ``header``: comment lines (``check_header``). A symbolic link on the way to ``dest`` or in it is
+    refused (files.refuse_links) before anything is read."""
+    header = check_header(header)
+    refuse_links(dest, tree=True)
     wanted = {}
     for index, obj in enumerate(objects):
         text = dump_yaml(obj)

@@ -21,6 +21,8 @@ description:
   - A run that fails before publishing leaves I(path) byte-identical; the next run replaces the
     leftover staging copy.
   - I(path) must already have passed gpufleet's preflight (C(gpufleet_build_dir) confinement).
+  - A symbolic link on the way to I(path) or anywhere inside it is refused, naming it, before
+    anything changes; gpufleet never follows a link inside its output.
 author:
   - gpufleet maintainers (@gpufleet)
 extends_documentation_fragment:
@@ -69,6 +71,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import output_tree
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 
 
 def argspec():
@@ -93,6 +96,8 @@ def run(module):
         if os.path.isdir(output_tree.staging_path(path)):
             module.exit_json(changed=output_tree.publish(path))
         module.exit_json(changed=output_tree.mark(path) if module.params["marker"] else False)
+    except GpufleetError as exc:
+        module.fail_json(msg=exc.msg)
     except OSError as exc:
         module.fail_json(msg="gpufleet_build_dir: could not %s %s (%s); check the directory's permissions and free "
                              "space" % ("stage" if module.params["state"] == "staged" else "publish into", path,

@@ -102,6 +102,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet_report import build_report, render_files
 from ansible_collections.gpufleet.k8s.plugins.module_utils.files import sync_files
 from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
@@ -153,6 +154,8 @@ def run(module):
     files = render_files(report)
     try:
         synced = sync_files(p["dest"], files, check_mode=module.check_mode, diff=module._diff)
+    except GpufleetError as exc:
+        module.fail_json(msg="cannot write the fleet report into %s: %s" % (p["dest"], exc.msg))
     except (IOError, OSError) as exc:
         module.fail_json(msg="cannot write the fleet report into %s: %s" % (p["dest"], exc))
     result = dict(changed=synced["changed"], report=report, files=[os.path.join(p["dest"], n) for n in sorted(files)])

@@ -89,7 +89,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.files import file_diffs, plan_files, write_planned
 from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter_v1alpha5 import load_v1alpha5, migrate, migration_notes
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import plan_render
+from ansible_collections.gpufleet.k8s.plugins.module_utils.render import comment, plan_render
 from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
@@ -115,13 +115,15 @@ def run(module):
     result = dict(changed=False, objects=objects, changes=changes, needs_input=needs_input, written=[])
     dest = params["dest"]
     if dest:
-        header = "# Migrated by gpufleet from %s; review MIGRATION.md.\n" % os.path.basename(params["src"])
-        _wanted, writes, removes = plan_render(dest, objects, header)
-        notes = migration_notes(os.path.basename(params["src"]), changes, needs_input)
         try:
+            header = comment("Migrated by gpufleet from %s; review MIGRATION.md." % os.path.basename(params["src"]))
+            _wanted, writes, removes = plan_render(dest, objects, header)
+            notes = migration_notes(os.path.basename(params["src"]), changes, needs_input)
             writes.update(plan_files(dest, {"MIGRATION.md": notes}))
             if not module.check_mode:
                 write_planned(dest, writes, removes)
+        except GpufleetError as exc:
+            module.fail_json(msg="writing into %s refused: %s" % (dest, exc.msg))
         except (IOError, OSError) as exc:
             module.fail_json(msg="writing into %s failed: %s" % (dest, exc))
         result["changed"] = bool(writes or removes)

@@ -131,6 +131,8 @@ def run(module):
     modes = {name: mode for name, (_text, mode) in files.items()}
     try:
         synced = sync_files(dest, texts, modes=modes, check_mode=module.check_mode, diff=module._diff)
+    except GpufleetError as exc:
+        module.fail_json(msg="writing the mirror manifest into %s refused: %s" % (dest, exc.msg))
     except (IOError, OSError) as exc:
         module.fail_json(msg="writing the mirror manifest into %s failed: %s" % (dest, exc))
     result = dict(changed=synced["changed"], manifest=man, files=[os.path.join(dest, n) for n in sorted(files)],
