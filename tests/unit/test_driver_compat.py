@@ -150,7 +150,11 @@ CUDA = [
     ("580.95.05", "13.0", DEC_2026, False, False),
     ("580.65.06", "13.0", DEC_2026, False, False),
     ("580.60.01", "13.0", DEC_2026, False, True),    # below 13.0 GA driver: minor-version compatibility
-    ("580", "13.1", DEC_2026, False, False),
+    ("580", "13.1", DEC_2026, False, True),         # 13.1's own driver is 590.44.01: minor-version compatibility
+    ("595", "13.1", DEC_2026, False, False),
+    ("580", "13.2", DEC_2026, False, True),         # 13.2's own driver is 595.45.04
+    ("580", "13.3", DEC_2026, True, False),         # newer than the table: unknown, refused
+    ("595", "14.0", DEC_2026, True, False),         # no such CUDA major
     ("570.26", "12.8", JAN_2026, False, False),
     ("570", "12.8", JAN_2026, False, False),
     ("550.54.14", "12.4", JAN_2026, True, False),     # R550 is end of life: error without the flag
@@ -192,6 +196,18 @@ def test_cuda_driver_matrix(version, cuda, today, has_error, has_warning):
     problems = validate_driver(values, ["hopper"], today=today)
     assert bool(problems.errors) == has_error, problems.errors
     assert bool(problems.warnings) == has_warning, problems.warnings
+
+
+def test_a_cuda_version_newer_than_the_table_is_refused_naming_the_newest_known():
+    """Issue 26: CUDA 13.3 used to pass silently (judged by 13.0's row); the table ends at 13.2."""
+    values = dict(DEFAULTS, nvidia_driver_version="595", nvidia_driver_cuda_version="13.3")
+    problems = validate_driver(values, ["hopper"], today=DEC_2026)
+    assert problems.errors == [
+        "nvidia_driver_cuda_version: CUDA 13.3 is unknown to gpufleet: its driver table ends at CUDA 13.2 (driver "
+        "595.45.04), so the driver CUDA 13.3 needs cannot be checked; use one of: a CUDA version up to 13.2, \"\" "
+        "(no CUDA check)"]
+    values["nvidia_driver_cuda_version"] = "13.2"
+    assert validate_driver(values, ["hopper"], today=DEC_2026).errors == []
 
 
 @pytest.mark.parametrize("value,branch,exact", [

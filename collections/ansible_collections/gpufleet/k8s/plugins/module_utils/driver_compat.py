@@ -71,8 +71,12 @@ FIRST_BRANCH_FOR_BLACKWELL = 570
 # with no upper bound: a 580 driver runs CUDA 11.x and 12.x programs (measured on an H200 with
 # driver 580.159.04: a CUDA 12.4 runtime got cudaDriverGetVersion 13000 and allocated memory).
 CUDA_MAJOR_MINIMUM = {11: 450, 12: 525, 13: 580}
-# Linux x86_64 driver of each CUDA GA release (full feature set; below it minor-version compatibility)
+# Linux x86_64 driver of each CUDA GA release (full feature set; below it minor-version compatibility),
+# newest first. A CUDA version newer than the first row is unknown: preflight refuses it rather than
+# judge it by an older release's driver.
 CUDA_RELEASE_MINIMUMS = (
+    ((13, 2), "595.45.04"),
+    ((13, 1), "590.44.01"),
     ((13, 0), "580.65.06"),
     ((12, 8), "570.26"),
     ((12, 6), "560.28.03"),
@@ -267,6 +271,13 @@ def _check_cuda(cuda, version, problems, var):
     if major not in CUDA_MAJOR_MINIMUM:
         problems.error(var, "CUDA %s is not supported by any driver gpufleet installs; use one of: %s" % (
             cuda, ", ".join("%d.x" % m for m in sorted(CUDA_MAJOR_MINIMUM))))
+        return
+    newest = CUDA_RELEASE_MINIMUMS[0][0]
+    if (major, minor) > newest:
+        problems.error(var, "CUDA %s is unknown to gpufleet: its driver table ends at CUDA %d.%d (driver %s), so "
+                       "the driver CUDA %s needs cannot be checked; use one of: a CUDA version up to %d.%d, \"\" "
+                       "(no CUDA check)" % (cuda, newest[0], newest[1], CUDA_RELEASE_MINIMUMS[0][1], cuda,
+                                            newest[0], newest[1]))
         return
     if version is None:
         return
