@@ -278,3 +278,96 @@ def test_needs_input_lists_what_would_select_nothing(tricky_migration, fragment)
     needs = tricky_migration[2]
     assert any(fragment in n for n in needs), needs
     assert not any("ap-south-1a is" in n for n in needs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 26: a CPU pool given the GPU AMI, two NodePools with one name, capacity types copied blindly.
+# ---------------------------------------------------------------------------------------------
+
+def _fixture(name):
+    return load_v1alpha5(os.path.join(FIXTURES, name))
+
+
+def test_a_provisioner_that_keeps_gpu_families_out_is_a_cpu_pool():
+    objs, _changes, needs = migrate(_fixture("v1alpha5-cpu-pool-excluding-gpus.yaml"), "1.33", "ml-prod")
+    general = by_kind(objs, "EC2NodeClass", "general")
+    gpu = by_kind(objs, "EC2NodeClass", "gpu")
+    assert general["spec"]["amiSelectorTerms"] == [{"alias": "al2023@latest"}]
+    assert gpu["spec"]["amiSelectorTerms"] == [{"ssmParameter": NVIDIA_AL2023_SSM % "1.33"}]
+    # the NotIn values are not judged as GPU families of a GPU pool
+    assert not any("Provisioner general" in n and "GPU instance family" in n for n in needs), needs
+    assert_crs_valid(objs)
+
+
+@pytest.mark.parametrize("operator,values,gpu", [
+    ("In", ["g5"], True), ("In", ["m5", "g5"], True), ("NotIn", ["g5", "p4d"], False), ("In", ["m5"], False),
+    ("Exists", None, False),
+])
+def test_instance_family_requirement_decides_the_ami(operator, values, gpu):
+    req = {"key": "karpenter.k8s.aws/instance-family", "operator": operator}
+    if values is not None:
+        req["values"] = values
+    doc = {"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": {"name": "p"},
+           "spec": {"requirements": [req]}}
+    cls = by_kind(migrate([doc])[0], "EC2NodeClass", "p")
+    assert ("ssmParameter" in cls["spec"]["amiSelectorTerms"][0]) is gpu
+
+
+@pytest.mark.parametrize("key,operator,values,gpu", [
+    ("karpenter.k8s.aws/instance-gpu-count", "DoesNotExist", None, False),
+    ("karpenter.k8s.aws/instance-gpu-count", "Lt", ["1"], False),
+    ("karpenter.k8s.aws/instance-gpu-count", "In", ["0"], False),
+    ("karpenter.k8s.aws/instance-gpu-count", "Gt", ["0"], True),
+    ("karpenter.k8s.aws/instance-gpu-count", "In", ["1", "8"], True),
+    ("karpenter.k8s.aws/instance-gpu-name", "NotIn", ["a10g"], False),
+    ("karpenter.k8s.aws/instance-gpu-manufacturer", "Exists", None, True),
+])
+def test_gpu_key_requirements_select_gpus_only_when_they_ask_for_them(key, operator, values, gpu):
+    req = {"key": key, "operator": operator}
+    if values is not None:
+        req["values"] = values
+    doc = {"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": {"name": "p"},
+           "spec": {"requirements": [req]}}
+    cls = by_kind(migrate([doc])[0], "EC2NodeClass", "p")
+    assert ("ssmParameter" in cls["spec"]["amiSelectorTerms"][0]) is gpu
+
+
+def test_two_provisioners_with_one_name_are_refused():
+    with pytest.raises(GpufleetError) as err:
+        migrate(_fixture("v1alpha5-same-name-twice.yaml"))
+    assert err.value.msg.startswith("documents 0 and 1 are both Provisioner gpu; one name would become two NodePool "
+                                    "objects with the same name")
+    assert "; use one of: a unique metadata.name per Provisioner" in err.value.msg
+
+
+def test_two_node_templates_with_one_name_are_refused():
+    template = {"apiVersion": "karpenter.k8s.aws/v1alpha1", "kind": "AWSNodeTemplate", "metadata": {"name": "t"}}
+    prov = {"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": {"name": "t"}, "spec": {}}
+    with pytest.raises(GpufleetError) as err:
+        migrate([template, prov, dict(template)])
+    assert "documents 0 and 2 are both AWSNodeTemplate t" in err.value.msg and "EC2NodeClass" in err.value.msg
+    # a Provisioner and its AWSNodeTemplate may share a name (that is the usual pairing)
+    assert migrate([template, prov])[0]
+
+
+@pytest.mark.parametrize("operator,values,ok", [
+    ("In", ["spot", "on-demand"], True), ("In", ["reserved"], True), ("NotIn", ["spot"], True),
+    ("In", ["spot", "preemptible"], False), ("NotIn", ["Spot"], False), ("In", ["on_demand"], False),
+])
+def test_capacity_types_must_be_ones_karpenter_knows(operator, values, ok):
+    doc = {"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": {"name": "p"},
+           "spec": {"requirements": [{"key": "karpenter.sh/capacity-type", "operator": operator, "values": values}]}}
+    if ok:
+        pool = by_kind(migrate([doc])[0], "NodePool", "p")
+        assert pool["spec"]["template"]["spec"]["requirements"][0]["values"] == values
+        return
+    with pytest.raises(GpufleetError) as err:
+        migrate([doc])
+    assert "Provisioner p: requirement karpenter.sh/capacity-type:" in err.value.msg
+    assert err.value.msg.endswith("is not a capacity type Karpenter v1 knows; use one of: spot, on-demand, reserved")
+
+
+def test_unknown_capacity_type_file_is_refused():
+    with pytest.raises(GpufleetError) as err:
+        migrate(_fixture("v1alpha5-unknown-capacity-type.yaml"))
+    assert "'preemptible' is not a capacity type" in err.value.msg

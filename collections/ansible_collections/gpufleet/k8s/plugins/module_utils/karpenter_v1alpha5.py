@@ -12,7 +12,7 @@ import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, one_of
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import GPU_TYPES
 from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import (
     NODECLASS_API, NODECLASS_GROUP, NODEPOOL_API, discovery_terms, nvidia_ami_terms)
@@ -31,6 +31,11 @@ GPU_REQUIREMENT_KEYS = ("karpenter.k8s.aws/instance-gpu-name", "karpenter.k8s.aw
                         "karpenter.k8s.aws/instance-gpu-count", "karpenter.k8s.aws/instance-gpu-memory")
 GPU_FAMILIES = sorted({f for facts in GPU_TYPES.values() for f in facts["eks_families"]} | {"p2", "g3", "g4ad", "g5g",
                                                                                             "g6f", "gr6"})
+CAPACITY_TYPE_KEY = "karpenter.sh/capacity-type"
+# karpenter.sh/capacity-type values Karpenter v1 knows (reserved: EC2 capacity reservations)
+CAPACITY_TYPES = ("spot", "on-demand", "reserved")
+# Requirement operators that select nodes WITH the values (NotIn, DoesNotExist and Lt select nodes without)
+SELECTING_OPERATORS = ("In", "Exists", "Gt")
 
 
 def load_v1alpha5(path):
@@ -124,6 +129,11 @@ def _flag_requirement(name, req, gpu, needs_input):
             elif gpu and value not in GPU_FAMILIES:
                 needs_input.append("%s: %s is not an NVIDIA GPU instance family gpufleet knows (%s); check it"
                                    % (where, value, ", ".join(GPU_FAMILIES)))
+    if key == CAPACITY_TYPE_KEY:
+        unknown = [v for v in values if v not in CAPACITY_TYPES]
+        if unknown:
+            raise GpufleetError("%s: %s is not a capacity type Karpenter v1 knows; use %s"
+                                % (where, ", ".join(repr(v) for v in unknown), one_of(CAPACITY_TYPES)))
     for value in req.get("values") or []:
         if not isinstance(value, str):
             needs_input.append("%s: value %r is not a string; v1 requires strings, written as %r"
@@ -132,12 +142,26 @@ def _flag_requirement(name, req, gpu, needs_input):
         req["values"] = values
 
 
+def _selects_gpus(req):
+    """Whether a requirement asks for GPU instances. ``NotIn [g5, p4d]``, ``DoesNotExist`` on a GPU key,
+    ``Lt`` or a GPU count ``In ["0"]`` keep GPUs out: such a Provisioner is a CPU pool."""
+    key, operator = req.get("key"), req.get("operator")
+    values = [str(v) for v in req.get("values") or []]
+    if operator not in SELECTING_OPERATORS:
+        return False
+    if key in GPU_REQUIREMENT_KEYS:
+        if operator == "In" and key in ("karpenter.k8s.aws/instance-gpu-count",
+                                        "karpenter.k8s.aws/instance-gpu-memory"):
+            return any(v != "0" for v in values)
+        return True
+    if key == "karpenter.k8s.aws/instance-family":
+        return operator == "In" and any(v in GPU_FAMILIES for v in values)
+    return False
+
+
 def _is_gpu(provisioner_spec):
     for req in provisioner_spec.get("requirements") or []:
-        if req.get("key") in GPU_REQUIREMENT_KEYS:
-            return True
-        if req.get("key") == "karpenter.k8s.aws/instance-family" and \
-                any(v in GPU_FAMILIES for v in req.get("values") or []):
+        if isinstance(req, dict) and _selects_gpus(req):
             return True
     resources = (provisioner_spec.get("limits") or {}).get("resources") or {}
     return "nvidia.com/gpu" in resources
@@ -320,15 +344,24 @@ def migrate(docs, kubernetes_version="1.33", cluster=""):
     if not isinstance(docs, list) or not docs:
         raise GpufleetError("the file holds no YAML document; use a file with kind Provisioner, apiVersion %s" % V1ALPHA5)
     provisioners, templates = [], {}
+    seen = {}
     for i, doc in enumerate(docs):
         if not isinstance(doc, dict):
             raise GpufleetError("document %d is not a mapping; use one of: kind Provisioner (apiVersion %s)"
                                 % (i, V1ALPHA5))
         api, kind = doc.get("apiVersion"), doc.get("kind")
+        name = (doc.get("metadata") or {}).get("name")
+        if kind in ("Provisioner", "AWSNodeTemplate") and name and (kind, name) in seen:
+            raise GpufleetError("documents %d and %d are both %s %s; one name would become two %s objects with "
+                                "the same name (the second replacing the first); use one of: a unique "
+                                "metadata.name per %s" % (seen[(kind, name)], i, kind, name,
+                                                          "NodePool" if kind == "Provisioner" else "EC2NodeClass",
+                                                          kind))
+        seen[(kind, name)] = i
         if api == V1ALPHA5 and kind == "Provisioner":
             provisioners.append(doc)
         elif api == AWSNODETEMPLATE_API and kind == "AWSNodeTemplate":
-            templates[(doc.get("metadata") or {}).get("name")] = doc
+            templates[name] = doc
         else:
             raise GpufleetError("document %d is %s/%s, not a Provisioner; use one of: kind Provisioner "
                                 "(apiVersion %s), kind AWSNodeTemplate (apiVersion %s)"
