@@ -14,7 +14,8 @@ from argspec_docs import README_BEGIN, README_END, render_role_readme  # noqa: E
 def test_stage_playbook_roles_and_options_come_from_the_repo():
     assert roles_of_playbook(os.path.join(ROOT, "playbooks", "cluster.yml"))[0] == "gpufleet"
     options = stage_options(ROOT, "playbooks/preflight.yml")
-    assert options["gpufleet_platform"]["required"] is True
+    # not "required": preflight refuses a missing platform itself, listing these choices (issue 26)
+    assert options["gpufleet_platform"]["choices"][:3] == ["eks", "gke", "gke-autopilot"]
     assert "gpufleet_gpu_pools" in options
 
 

@@ -15,6 +15,7 @@ import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
 from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_access
+from ansible_collections.gpufleet.k8s.plugins.module_utils.k8s_syntax import check_label_map, check_tolerations
 from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import parse_metric
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems, one_of
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_operator import (
@@ -111,10 +112,7 @@ def _check_device_plugin(plan, s, problems):
     if s["nvidia_device_plugin_nfd_enabled"] is True and mode == "operator":
         problems.error("nvidia_device_plugin_nfd_enabled", "true conflicts with gpufleet_addons_mode=operator: the "
                        "GPU Operator deploys NFD itself (value nfd.enabled); use one of: false")
-    tols = s["nvidia_device_plugin_extra_tolerations"]
-    if not isinstance(tols, list) or any(not isinstance(t, dict) or "operator" not in t and "key" not in t for t in tols):
-        problems.error("nvidia_device_plugin_extra_tolerations", "must be a list of Kubernetes tolerations "
-                       "({key, operator, value, effect})")
+    check_tolerations("nvidia_device_plugin_extra_tolerations", s["nvidia_device_plugin_extra_tolerations"], problems)
 
 
 def _check_dcgm(plan, s, problems):
@@ -137,8 +135,7 @@ def _check_dcgm(plan, s, problems):
         if _auto_bool(var, s[var], problems) and s[var] is True and platform == "gke-autopilot":
             problems.error(var, "true is not possible on gke-autopilot: there is no exporter to monitor (GKE's "
                            "managed DCGM metrics are used); use one of: auto, false")
-    if not isinstance(s["dcgm_exporter_service_monitor_labels"], dict):
-        problems.error("dcgm_exporter_service_monitor_labels", "must be a mapping of label name to value")
+    check_label_map("dcgm_exporter_service_monitor_labels", s["dcgm_exporter_service_monitor_labels"], problems)
     metrics = s["dcgm_exporter_extra_metrics"]
     if not isinstance(metrics, list):
         problems.error("dcgm_exporter_extra_metrics", "must be a list of 'DCGM_FI_FIELD, type, help' lines or "

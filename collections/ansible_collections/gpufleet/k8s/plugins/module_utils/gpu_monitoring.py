@@ -20,7 +20,8 @@ import json
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import service_monitor_wanted
 from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, Problems
+from ansible_collections.gpufleet.k8s.plugins.module_utils.k8s_syntax import check_label_map
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import dump_yaml
 
 NAME = "gpufleet-gpu"
@@ -66,12 +67,19 @@ def settings(plan, extra):
     return s
 
 
+# Label maps put on the objects as given (the dashboard ConfigMap, the PrometheusRule).
+LABEL_MAP_VARS = ("gpu_monitoring_dashboard_labels", "gpu_monitoring_rule_labels")
+
+
 def problems(plan, extra):
     try:
-        settings(plan, extra)
+        s = settings(plan, extra)
     except GpufleetError as exc:
         return [exc.msg]
-    return []
+    found = Problems()
+    for var in LABEL_MAP_VARS:
+        check_label_map(var, s[var], found)
+    return found.errors
 
 
 # --------------------------------------------------------------------------------------------

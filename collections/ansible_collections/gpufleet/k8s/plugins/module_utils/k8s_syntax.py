@@ -34,6 +34,9 @@ LABEL_VALUE_MAX = 63
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 # A toleration may leave the effect empty (matches every effect).
 TOLERATION_EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
+# Toleration operators (empty means Equal); the keys of a core/v1 Toleration.
+TOLERATION_OPERATORS = ("Equal", "Exists")
+TOLERATION_KEYS = ("key", "operator", "value", "effect", "tolerationSeconds")
 
 # Labels gpufleet sets itself on every pool's nodes: a pool label may not replace them.
 OWN_LABELS = ("gpufleet.io/pool", "nvidia.com/device-plugin.config")
@@ -92,6 +95,8 @@ def _kind(value):
         return "a mapping"
     if isinstance(value, list):
         return "a list"
+    if isinstance(value, str):
+        return "a string"
     return type(value).__name__
 
 
@@ -195,6 +200,76 @@ def check_labels(var, labels, problems, self_managed=False):
             problems.error(kvar, "label value %s" % reason)
 
 
+def check_label_map(var, labels, problems):
+    """Labels put on an object as given (ServiceMonitor, PrometheusRule, dashboard ConfigMap): keys
+    are qualified names, values label values (strings)."""
+    if not isinstance(labels, dict):
+        problems.error(var, "must be a mapping of label key to string value, got %s; use e.g. {release: "
+                       "prometheus}" % _kind(labels))
+        return
+    for key in sorted(labels, key=str):
+        kvar = "%s[%r]" % (var, key)
+        reason = qualified_name_error(key)
+        if reason:
+            problems.error(kvar, "label key %r %s" % (key, reason))
+            continue
+        reason = label_value_error(labels[key])
+        if reason:
+            problems.error(kvar, "label value %s%s" % (reason, "" if "; use" in reason else
+                                                       "; use a quoted string of at most 63 letters, digits, '-', "
+                                                       "'_' and '.' (or empty)"))
+
+
+def check_tolerations(var, tolerations, problems):
+    """Pod tolerations as the API server validates them (core/v1 validation of tolerations)."""
+    use = ("use a list of tolerations {key, operator: Equal|Exists, value, effect: %s, tolerationSeconds}"
+           % "|".join(e for e in TOLERATION_EFFECTS if e))
+    if not isinstance(tolerations, list):
+        problems.error(var, "must be a list of tolerations, got %s; %s" % (_kind(tolerations), use))
+        return
+    for j, tol in enumerate(tolerations):
+        tvar = "%s[%d]" % (var, j)
+        if not isinstance(tol, dict):
+            problems.error(tvar, "must be a mapping, got %s (%r); %s" % (_kind(tol), tol, use))
+            continue
+        unknown = sorted(set(tol) - set(TOLERATION_KEYS), key=str)
+        if unknown:
+            problems.error(tvar, "unknown key(s) %s; use %s" % (", ".join(map(str, unknown)), one_of(TOLERATION_KEYS)))
+        operator = tol.get("operator") or "Equal"
+        if operator not in TOLERATION_OPERATORS:
+            problems.error(tvar + ".operator", "%r is not allowed; use %s (or leave it out: Equal)"
+                           % (tol.get("operator"), one_of(TOLERATION_OPERATORS)))
+        key = tol.get("key")
+        if key in (None, ""):
+            if operator != "Exists":
+                problems.error(tvar + ".key", "is empty, which only operator Exists allows (tolerate every taint); "
+                               "use one of: a taint key such as nvidia.com/gpu, operator: Exists")
+        else:
+            reason = qualified_name_error(key)
+            if reason:
+                problems.error(tvar + ".key", "%r %s" % (key, reason))
+        value = tol.get("value")
+        if operator == "Exists" and value not in (None, ""):
+            problems.error(tvar + ".value", "%r is set with operator Exists, which matches any value; use one of: "
+                           "no value, operator: Equal" % (value,))
+        elif operator == "Equal" and value not in (None, ""):
+            reason = label_value_error(value)
+            if reason:
+                problems.error(tvar + ".value", "toleration value %s" % reason)
+        effect = tol.get("effect")
+        if effect is not None and effect not in TOLERATION_EFFECTS:
+            problems.error(tvar + ".effect", "%r is not allowed; use one of: %s, or empty (every effect)"
+                           % (effect, ", ".join(e for e in TOLERATION_EFFECTS if e)))
+        seconds = tol.get("tolerationSeconds")
+        if seconds is not None:
+            if isinstance(seconds, bool) or not isinstance(seconds, int):
+                problems.error(tvar + ".tolerationSeconds", "%r is not allowed; use a whole number of seconds"
+                               % (seconds,))
+            elif effect != "NoExecute":
+                problems.error(tvar + ".tolerationSeconds", "is only used with effect NoExecute; use one of: "
+                               "effect: NoExecute, or drop tolerationSeconds")
+
+
 def check_taints(var, taints, problems):
     if not isinstance(taints, list):
         return  # spec.validate_pools reports the shape
@@ -285,11 +360,19 @@ def _check_pool(var, pool, platform, self_managed, problems):
                                "(without quotes)" % (value,))
     for field in ("consolidate_after", "expire_after"):
         value = pool.get(field)
+        # Karpenter v1 takes consolidateAfter 0s (remove an empty node at once; the v1alpha5 migration
+        # writes it for consolidation.enabled)
+        if field == "consolidate_after" and platform == "eks":
+            continue
         if isinstance(value, str) and ZERO_DURATION.match(value):
+            if field == "expire_after":
+                why = "expires every node as soon as it starts"
+            elif platform in ("gke", "gke-autopilot"):
+                why = "a GKE ComputeClass cannot take (its consolidation delay is at least 1 minute)"
+            else:
+                why = "removes every node the moment it is empty"
             problems.error("%s.%s" % (var, field), "%r is zero, which %s; use a positive duration such as 30s, "
-                           "10m, 720h, or Never" % (value, "removes every node the moment it is empty"
-                                                    if field == "consolidate_after"
-                                                    else "expires every node as soon as it starts"))
+                           "10m, 720h, or Never" % (value, why))
     if platform in ("eks", "gke", "gke-autopilot"):
         if pool.get("max_nodes") == 0 and pool.get("max_gpus") is None:
             problems.error(var + ".max_nodes", "0 gives the pool a GPU limit of 0, so no node can ever start; use an "

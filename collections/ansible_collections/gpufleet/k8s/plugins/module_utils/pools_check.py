@@ -19,12 +19,13 @@ import os
 import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.ec2nodeclass_inputs import check_node_role, check_selector_tags
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, one_of
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import (
     GKE_PLATFORMS, gpu_counts_on, offered_on, types_on)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter_v1alpha5 import load_v1alpha5, migrate
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import (
-    CLOUD_PLATFORMS, DURATION, POOL_DEFAULTS, POOLS_VAR)
+    CLOUD_PLATFORMS, DURATION, POOLS_VAR)
 
 SETTINGS_PREFIX = "gpu_pools_"
 
@@ -60,7 +61,6 @@ GKE_ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+[0-9]+)-(?P<zone>[a-z])$")
 EKS_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]+$")
 GKE_REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
 K8S_MINOR = re.compile(r"^1\.[0-9]{2}$")
-POOL_KEYS = tuple(sorted(set(POOL_DEFAULTS) | {"name", "gpu_type", "taints"}))
 # Karpenter v1 NodePool spec.disruption.budgets[] (patterns as in the karpenter.sh_nodepools CRD)
 BUDGET_KEYS = ("nodes", "schedule", "duration", "reasons")
 BUDGET_REASONS = ("Underutilized", "Empty", "Drifted")
@@ -139,6 +139,8 @@ def _check_terms(var, terms, keys, problems, gpu=False):
         unknown = sorted(set(term) - set(keys))
         if unknown:
             problems.error(tvar, "unknown key(s) %s; use %s" % (", ".join(unknown), one_of(keys)))
+        if "tags" in term:
+            check_selector_tags(tvar + ".tags", term["tags"], problems)
         if gpu and "alias" in term and not (isinstance(term["alias"], str) and GPU_ALIAS.match(term["alias"])):
             problems.error(tvar + ".alias", "%r is refused for GPU pools: only the AL2023 alias resolves the NVIDIA "
                            "variant per GPU instance type (Karpenter >= v1.0); AL2 is end of life and "
@@ -175,9 +177,7 @@ def _check_zones(var, pool, platform, region, problems):
 
 
 def _check_pool(var, pool, platform, region, problems):
-    unknown = sorted(set(pool) - set(POOL_KEYS))
-    if unknown:
-        problems.error(var, "unknown key(s) %s; use %s" % (", ".join(unknown), one_of(POOL_KEYS)))
+    # unknown keys: spec.validate_pools (with the key each probably misspells)
     gpu_type = pool["gpu_type"]
     gpn = pool["gpus_per_node"]
     if not offered_on(gpu_type, platform):
@@ -335,6 +335,7 @@ def _check_settings(platform, settings, problems):
                 else "us-central1, europe-west4, ..."))
     _check_gke_version(platform, settings, problems)
     if platform == "eks":
+        check_node_role(settings["eks_node_role"], problems)
         _check_eks_ami(settings, problems)
         _check_terms("gpu_pools_eks_ami_selector_terms", settings["eks_ami_selector_terms"], AMI_TERM_KEYS,
                      problems, gpu=True)

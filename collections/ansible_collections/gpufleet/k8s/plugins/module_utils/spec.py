@@ -13,11 +13,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import difflib
 import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems, one_of
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import (
-    GPU_TYPES, MIG_CAPABLE, gpu_type_names)
+    GKE_PLATFORMS, GPU_TYPES, MIG_CAPABLE, gpu_type_names)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mig import MIG_PROFILES
 
 PLATFORMS = ("eks", "gke", "gke-autopilot", "kubeadm", "k3s", "rke2", "k0s", "microk8s", "openshift")
@@ -62,6 +63,37 @@ POOL_DEFAULTS = {
 }
 
 
+# Every key a pool may have (the defaults above, and the keys without a default).
+POOL_KEYS = tuple(sorted(set(POOL_DEFAULTS) | {"name", "gpu_type", "taints"}))
+# Keys a pool cannot do without: a misspelling of one is named with the key it was meant to be.
+REQUIRED_POOL_KEYS = ("name", "gpu_type")
+
+
+def _kind(value):
+    """How a message names the type of ``value`` (never a Python class name)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    return "a %s value" % type(value).__name__
+
+
+def closest_key(key, known):
+    """The known key ``key`` most likely misspells (``gpu_tpye`` -> ``gpu_type``), or None."""
+    if not isinstance(key, str):
+        return None
+    matches = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+    return matches[0] if matches else None
+
+
 def normalize_pool(pool):
     """Return a copy of ``pool`` with every optional key filled in."""
     out = copy.deepcopy(POOL_DEFAULTS)
@@ -100,6 +132,10 @@ def pool_gpu_limit(pool):
 
 
 def validate_platform(platform, problems):
+    if platform is None:
+        problems.error("gpufleet_platform", "is not set; use %s (in the inventory's group_vars/all, or -e "
+                       "gpufleet_platform=...)" % one_of(PLATFORMS))
+        return False
     if platform not in PLATFORMS:
         problems.error("gpufleet_platform", "%r is not a supported platform; use %s" % (platform, one_of(PLATFORMS)))
         return False
@@ -111,7 +147,7 @@ def validate_addons_mode(mode, problems):
         problems.error("gpufleet_addons_mode", "%r is not allowed; use %s" % (mode, one_of(ADDONS_MODES)))
 
 
-def _validate_sharing(var, pool, problems):
+def _validate_sharing(var, pool, problems, platform=None):
     sharing = pool.get("sharing")
     if not isinstance(sharing, dict):
         problems.error(var, "must be a mapping with a 'mode' key (%s)" % one_of(SHARING_MODES))
@@ -137,6 +173,11 @@ def _validate_sharing(var, pool, problems):
         if profile is not None and profiles and profile not in profiles:
             problems.error(var + ".mig_profile", "%r is not a MIG profile of gpu_type %s; use %s"
                            % (profile, pool.get("gpu_type"), one_of(sorted(profiles))))
+        elif strategy == "mixed" and not profile and platform not in GKE_PLATFORMS:
+            # GKE refuses mixed itself (gpu_access), with its own reason
+            problems.error(var + ".mig_profile", "is required with mig_strategy mixed: each MIG device is "
+                           "advertised as nvidia.com/mig-<profile>, which pods and the example Jobs ask for; "
+                           "use %s" % (one_of(sorted(profiles)) if profiles else "a MIG profile such as 1g.10gb"))
         if "mig_preconfigured" in sharing and not isinstance(sharing["mig_preconfigured"], bool):
             problems.error(var + ".mig_preconfigured", "%r is not a boolean; use one of: true, false"
                            % (sharing["mig_preconfigured"],))
@@ -148,10 +189,45 @@ def _validate_sharing(var, pool, problems):
         problems.error(var, "unknown key(s) %s" % ", ".join(unknown))
 
 
+def _validate_pools_shape(pools, problems):
+    """False (after naming the problem) when ``pools`` is not a non-empty list of pools."""
+    if isinstance(pools, list) and pools:
+        return True
+    if isinstance(pools, dict):
+        problems.error(POOLS_VAR, "must be a list of GPU pools, got a mapping (keys: %s); use a list with one item "
+                       "per pool ('- name: ...'), e.g. [{name: infer-l4, gpu_type: l4}]"
+                       % ", ".join(sorted(str(k) for k in pools)))
+    elif isinstance(pools, str) and pools.strip():
+        problems.error(POOLS_VAR, "must be a list of GPU pools, got a string (%r); a JSON or YAML text is not read "
+                       "as pools: use a list, e.g. -e '{\"%s\": [{\"name\": \"p\", \"gpu_type\": \"l4\"}]}' "
+                       "or -e @pools.yml" % (pools[:60] + ("..." if len(pools) > 60 else ""), POOLS_VAR))
+    else:
+        problems.error(POOLS_VAR, "must be a non-empty list of GPU pools (each with name, gpu_type, gpus_per_node)")
+    return False
+
+
+def _unknown_pool_keys(var, pool, problems):
+    """Unknown keys, each with the known key it probably misspells; a misspelt required key is reported
+    where that key is reported missing. Returns {required key: the misspelling found}."""
+    unknown = sorted((k for k in pool if k not in POOL_KEYS), key=str)
+    typos = {}
+    plain = []
+    for key in unknown:
+        meant = closest_key(key, POOL_KEYS)
+        if meant in REQUIRED_POOL_KEYS and meant not in pool:
+            typos[meant] = key
+        elif meant:
+            plain.append("%s (did you mean %s?)" % (key, meant))
+        else:
+            plain.append(str(key))
+    if plain:
+        problems.error(var, "unknown key(s) %s; use %s" % (", ".join(plain), one_of(POOL_KEYS)))
+    return typos
+
+
 def validate_pools(pools, platform, problems):
     """Check a list of pools (already normalized). Adds to ``problems``."""
-    if not isinstance(pools, list) or not pools:
-        problems.error(POOLS_VAR, "must be a non-empty list of GPU pools (each with name, gpu_type, gpus_per_node)")
+    if not _validate_pools_shape(pools, problems):
         return
     seen = set()
     for i, pool in enumerate(pools):
@@ -159,8 +235,12 @@ def validate_pools(pools, platform, problems):
         if not isinstance(pool, dict):
             problems.error(var, "must be a mapping with name, gpu_type, gpus_per_node, ...; got %r" % (pool,))
             continue
+        typos = _unknown_pool_keys(var, pool, problems)
         name = pool.get("name")
-        if not isinstance(name, str) or not DNS_LABEL.match(name):
+        if name is None and "name" in typos:
+            problems.error(var + ".name", "is required; the pool has the unknown key %r instead: rename it to name "
+                           "(use a DNS label: lower-case letters, digits and '-')" % typos["name"])
+        elif not isinstance(name, str) or not DNS_LABEL.match(name):
             problems.error(var + ".name", "%r is not a valid pool name; use a DNS label (lower-case letters, "
                            "digits and '-', at most 63 characters)" % (name,))
         elif name in seen:
@@ -168,7 +248,10 @@ def validate_pools(pools, platform, problems):
         else:
             seen.add(name)
         gpu_type = pool.get("gpu_type")
-        if gpu_type is None:
+        if gpu_type is None and "gpu_type" in typos:
+            problems.error(var + ".gpu_type", "is required; the pool has the unknown key %r instead: rename it to "
+                           "gpu_type; use %s" % (typos["gpu_type"], one_of(gpu_type_names())))
+        elif gpu_type is None:
             problems.error(var + ".gpu_type", "is required; use %s" % one_of(gpu_type_names()))
         elif not isinstance(gpu_type, str) or gpu_type not in GPU_TYPES:
             problems.error(var + ".gpu_type", "%r is not a known GPU type; use %s" % (gpu_type, one_of(gpu_type_names())))
@@ -179,6 +262,13 @@ def validate_pools(pools, platform, problems):
         if not isinstance(caps, list) or not caps or any(c not in CAPACITY_TYPES for c in caps):
             problems.error(var + ".capacity_types", "%r is not allowed; use a non-empty list of %s"
                            % (caps, one_of(CAPACITY_TYPES)))
+        else:
+            _no_repeats(var + ".capacity_types", caps, "capacity type", problems)
+        zones = pool.get("zones")
+        if zones is not None and not isinstance(zones, list):
+            problems.error(var + ".zones", "must be a list of zone names in preference order, got %s (%r); use e.g. "
+                           "[%s]" % (_kind(zones), zones, zones if isinstance(zones, str) and zones.strip()
+                                     else "us-east-1a, us-east-1b"))
         for key in ("min_nodes", "max_nodes", "max_gpus"):
             val = pool.get(key)
             if val is not None and (not _is_int(val) or val < 0):
@@ -201,7 +291,18 @@ def validate_pools(pools, platform, problems):
         ca = pool.get("consolidate_after")
         if not isinstance(ca, str) or not DURATION.match(ca):
             problems.error(var + ".consolidate_after", "%r is not a duration; use e.g. 30s, 10m, 1h or Never" % (ca,))
-        _validate_sharing(var + ".sharing", pool, problems)
+        _validate_sharing(var + ".sharing", pool, problems, platform)
+
+
+def _no_repeats(var, values, what, problems):
+    """Refuse a value listed twice in a pool's list setting (it would be rendered twice)."""
+    seen = set()
+    for j, value in enumerate(values):
+        marker = repr(value)
+        if marker in seen:
+            problems.error("%s[%d]" % (var, j), "%r is listed twice; use each %s once, in preference order"
+                           % (value, what))
+        seen.add(marker)
 
 
 def validate_inventory(params):
@@ -210,8 +311,10 @@ def validate_inventory(params):
     platform = params.get("platform")
     validate_platform(platform, problems)
     validate_addons_mode(params.get("addons_mode"), problems)
-    pools = normalize_pools(params.get("pools"))
-    validate_pools(pools if params.get("pools") else params.get("pools"), platform, problems)
+    given = params.get("pools")
+    # only a list is normalized: a mapping or a text is refused as it was given (not iterated)
+    pools = normalize_pools(given) if isinstance(given, list) else []
+    validate_pools(pools if isinstance(given, list) else given, platform, problems)
     plan = {
         "platform": platform,
         "cluster_name": params.get("cluster_name"),

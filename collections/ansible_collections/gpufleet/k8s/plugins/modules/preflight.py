@@ -24,9 +24,10 @@ extends_documentation_fragment:
   - gpufleet.k8s.attributes.no_diff
 options:
   platform:
-    description: Kubernetes platform of the cluster (C(gpufleet_platform)).
+    description:
+      - Kubernetes platform of the cluster (C(gpufleet_platform)).
+      - Left out, preflight refuses the run, listing the platforms.
     type: str
-    required: true
   cluster_name:
     description: Name of the cluster (C(gpufleet_cluster_name)).
     type: str
@@ -36,9 +37,10 @@ options:
     type: str
     default: standalone
   pools:
-    description: The GPU pools (C(gpufleet_gpu_pools)); see the project README for the format.
-    type: list
-    elements: raw
+    description:
+      - The GPU pools (C(gpufleet_gpu_pools)), a list of mappings; see the project README for the format.
+      - Taken as given (not converted to a list), so that a mapping or a text is refused by name.
+    type: raw
     required: true
   apply:
     description: Whether the run applies changes (C(gpufleet_apply)) or only renders them.
@@ -98,10 +100,10 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import r
 
 def argspec():
     return dict(
-        platform=dict(type="str", required=True),
+        platform=dict(type="str"),
         cluster_name=dict(type="str", required=True),
         addons_mode=dict(type="str", default="standalone"),
-        pools=dict(type="list", elements="raw", required=True),
+        pools=dict(type="raw", required=True),
         apply=dict(type="bool", default=False),
         extra=dict(type="dict", default={}),
         inventory=dict(type="dict", default={}),
