@@ -1,0 +1,61 @@
+"""Issue 26 through the real playbooks (no node needed: preflight and the Karpenter migration run on
+the controller): a missing gpufleet_platform is named with the platforms to choose from, and the
+migration playbook refuses two Provisioners with one name and keeps the GPU AMI off a CPU pool.
+The other refusals run in tests/bad_inputs.yml (test_bad_inputs.py)."""
+import os
+import re
+import shutil
+
+import yaml
+
+from frozen import TODAY_VARS
+from test_site_render import run_site
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BAD_INPUT_INVENTORY = os.path.join(ROOT, "tests", "integration", "inventories", "bad_input")
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "karpenter")
+
+
+def test_a_missing_platform_is_named_with_the_platforms(tmp_path):
+    inventory = tmp_path / "inv"
+    shutil.copytree(BAD_INPUT_INVENTORY, str(inventory))
+    group_vars = inventory / "group_vars" / "all" / "gpufleet.yml"
+    values = yaml.safe_load(group_vars.read_text())
+    del values["gpufleet_platform"]
+    group_vars.write_text(yaml.safe_dump(values))
+    rc, out = run_site(str(tmp_path / "build"), *TODAY_VARS, playbook="playbooks/preflight.yml",
+                       inventory=str(inventory))
+    out = re.sub(r"\s+", " ", out)
+    assert rc != 0
+    assert ("gpufleet_platform: is not set; use one of: eks, gke, gke-autopilot, kubeadm, k3s, rke2, k0s, "
+            "microk8s, openshift") in out, out[-3000:]
+    assert "missing required arguments" not in out
+    assert not (tmp_path / "build").exists()
+
+
+def test_migration_playbook_refuses_one_name_twice(tmp_path):
+    src = os.path.join(FIXTURES, "v1alpha5-same-name-twice.yaml")
+    rc, out = run_site(str(tmp_path / "unused"), "-e", "karpenter_migrate_src=%s" % src, "-e",
+                       "karpenter_migrate_dest=%s" % (tmp_path / "v1"), playbook="playbooks/karpenter_migrate.yml")
+    out = re.sub(r"\s+", " ", out)
+    assert rc != 0
+    assert "documents 0 and 1 are both Provisioner gpu; one name would become two NodePool objects" in out, out[-3000:]
+    assert not (tmp_path / "v1").exists()
+
+
+def test_migration_playbook_gives_a_cpu_pool_no_gpu_ami(tmp_path):
+    src = os.path.join(FIXTURES, "v1alpha5-cpu-pool-excluding-gpus.yaml")
+    dest = tmp_path / "v1"
+    rc, out = run_site(str(tmp_path / "unused"), "-e", "karpenter_migrate_src=%s" % src, "-e",
+                       "karpenter_migrate_dest=%s" % dest, "-e", "karpenter_migrate_cluster_name=ml-prod",
+                       playbook="playbooks/karpenter_migrate.yml")
+    assert rc == 0, out[-3000:]
+    classes = {}
+    for name in sorted(os.listdir(str(dest))):
+        if name.endswith(".yaml"):
+            with open(str(dest / name)) as handle:
+                for doc in yaml.safe_load_all(handle):
+                    if doc and doc["kind"] == "EC2NodeClass":
+                        classes[doc["metadata"]["name"]] = doc["spec"]["amiSelectorTerms"]
+    assert classes["general"] == [{"alias": "al2023@latest"}]
+    assert "nvidia" in classes["gpu"][0]["ssmParameter"]
