@@ -213,3 +213,19 @@ def test_first_link_finds_a_link_anywhere_on_the_way(tmp_path):
     assert files.first_link(str(tmp_path / "real" / "sub" / "missing" / "x")) is None
     assert files.first_link(str(tmp_path / "via" / "sub" / "x")) == str(tmp_path / "via")
     assert files.first_link(str(tmp_path / "via")) == str(tmp_path / "via")
+
+
+@pytest.mark.parametrize("sibling", [ot.STAGING_SUFFIX, ot.OLD_SUFFIX])
+def test_a_link_in_place_of_the_staging_or_old_copy_is_removed_not_followed(world, sibling):
+    """The staging and old copies are siblings of the build directory, outside the tree preflight
+    checks: a link planted there is replaced (stage) or removed (publish) as a link; its target stays."""
+    _repo, build, victim = world
+    before = snapshot(victim)
+    os.symlink(str(victim), os.path.join(str(build.parent), "." + build.name + sibling))
+    staging = ot.stage(str(build))
+    assert os.path.isdir(staging) and not os.path.islink(staging)
+    (build.parent / ("." + build.name + ot.STAGING_SUFFIX) / "plan.md").write_text("# changed\n")
+    assert ot.publish(str(build)) is True
+    assert (build / "plan.md").read_text() == "# changed\n"
+    assert snapshot(victim) == before
+    assert sorted(os.listdir(str(build.parent))) == ["example"]
