@@ -15,7 +15,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_operator, input_text, role_specs
+from ansible_collections.gpufleet.k8s.plugins.filter.pools import gpu_pools_nap_yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils import (
+    dcgm_exporter, gpu_monitoring, gpu_operator, input_text, role_specs)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import check_header, comment, comments, dump_yaml
@@ -214,3 +216,24 @@ def test_render_headers_are_comment_lines_only(header, ok):
     else:
         with pytest.raises(GpufleetError):
             check_header(header)
+
+
+# Files whose header comment carries an input (the cluster name, the chart source).
+RENDERERS = {
+    "GPU Operator values file": lambda plan: gpu_operator.values_file(plan, {}),
+    "GKE scrape job": lambda plan: dcgm_exporter.scrape_job(dict(plan, platform="gke"), {}),
+    "alert rules file": lambda plan: gpu_monitoring.rules_file(plan, {}),
+    "GKE node auto-provisioning file": lambda plan: gpu_pools_nap_yaml(dict(plan, platform="gke"), {}),
+}
+
+
+@pytest.mark.parametrize("renderer", sorted(RENDERERS))
+def test_every_file_with_a_comment_header_writes_it_through_the_comment_writer(renderer):
+    """The cluster name is checked in preflight; a renderer called with a name that slipped past (or
+    a future input) still cannot turn its header into YAML."""
+    _errors, _warnings, plan = run_preflight(params())
+    text = RENDERERS[renderer](plan)
+    assert text.startswith("#") and len(list(yaml.safe_load_all(text))) == 1
+    with pytest.raises(GpufleetError) as err:
+        RENDERERS[renderer](dict(plan, cluster_name="c1\n" + PAYLOAD))
+    assert "holds U+000A" in err.value.msg

@@ -22,7 +22,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, Problems
 from ansible_collections.gpufleet.k8s.plugins.module_utils.k8s_syntax import check_label_map
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import dump_yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.render import comments, dump_yaml
 
 NAME = "gpufleet-gpu"
 DASHBOARD_KEY = "gpufleet-gpus.json"
@@ -169,9 +169,9 @@ def rule_groups(s):
 def rules_file(plan, extra):
     """The plain Prometheus rules file (for ``rule_files``; ``promtool check rules`` reads it)."""
     s = settings(plan, extra)
-    header = ("# GPU alert rules rendered by gpufleet for cluster %s, for Prometheus without the Operator:\n"
-              "# list this file under rule_files. The PrometheusRule in this folder holds the same groups.\n"
-              % plan.get("cluster_name"))
+    header = comments("GPU alert rules rendered by gpufleet for cluster %s, for Prometheus without the Operator:"
+                      % plan.get("cluster_name"),
+                      "list this file under rule_files. The PrometheusRule in this folder holds the same groups.")
     return header + dump_yaml({"groups": rule_groups(s)})
 
 
