@@ -70,6 +70,11 @@ tmpd=$(mktemp -d)
 python scripts/build_collection.py --output-path "$tmpd" || { echo "collection build: FAILED"; fail=1; }
 rm -rf "$tmpd"
 
+step "ansible-test sanity (the collection as built)"
+# its own venvs are made once under build/sanity-home (about 1.5 min the first time, 40 s after)
+bash scripts/sanity.sh >"$logs/sanity.log" 2>&1 || {
+  echo "ansible-test sanity: FAILED - log: build/test-logs/sanity.log"; grep -E "^(ERROR|FATAL)" "$logs/sanity.log" | head -20; fail=1; }
+
 step "pytest"
 # pytest-xdist: PYTEST_WORKERS processes (default 3: the container and playbook tests wait on I/O);
 # --dist loadfile: a test module runs whole on one worker (its module fixtures - a booted container,

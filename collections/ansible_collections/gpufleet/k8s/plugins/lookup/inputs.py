@@ -17,7 +17,7 @@ description:
   - The prefixes come from the roles' C(meta/argument_specs.yml), so the roles, the playbooks and
     preflight sweep the same inputs.
 author:
-  - gpufleet maintainers
+  - gpufleet maintainers (@gpufleet)
 options:
   _terms:
     description:

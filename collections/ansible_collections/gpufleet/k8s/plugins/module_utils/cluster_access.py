@@ -182,7 +182,7 @@ def apply_problem(results, component):
         parts.append("refused by the API server: %s" % "; ".join(refused))
     if lost:
         parts.append("not applied because the cluster stopped answering (%s): %s" % (
-            lost[0][1], ", ".join(name for name, _ in lost)))
+            lost[0][1], ", ".join(entry[0] for entry in lost)))
     return "; ".join(parts) + (". Objects are applied with server-side apply: once the cause is fixed, run the same "
                                "command again; it applies what is missing and changes nothing else.")
 

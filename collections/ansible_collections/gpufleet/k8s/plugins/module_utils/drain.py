@@ -193,6 +193,6 @@ def drain(api, node, ignore_daemonsets=True, delete_emptydir_data=False, force=F
             break
         if clock() >= deadline:
             raise DrainError("drain of node %s timed out after %ss waiting for evicted pods to terminate: %s" % (
-                node, timeout, ", ".join("%s/%s" % (ns, n) for ns, n, _ in gone_wait)))
+                node, timeout, ", ".join("%s/%s" % entry[:2] for entry in gone_wait)))
         sleep(min(poll, 1.0))
     return result

@@ -130,8 +130,8 @@ def _os_packages(plan, values, node_hosts, notes, today):
         repos = section["repositories"]
         keys = section["keys"]
         # a quoted "false" (-e name=false) must not read as true
-        if str(values.get("nvidia_container_toolkit_repo_manage", True)).strip().lower() in ("true", "yes", "on", "y",
-                                                                                            "t", "1"):
+        manage = str(values.get("nvidia_container_toolkit_repo_manage", True)).strip().lower()
+        if manage in ("true", "yes", "on", "y", "t", "1"):
             kit_repo = values.get("nvidia_container_toolkit_repo_url") or TOOLKIT_REPO[family]
             repos.append({"component": "toolkit", "url": kit_repo, "mirror": mirror_url(kit_repo, mirror)})
             key = values.get("nvidia_container_toolkit_repo_key_url") or TOOLKIT_KEY

@@ -55,7 +55,6 @@ def manifest_markdown(man):
     return "\n".join(out)
 
 
-
 # ---------------------------------------------------------------------------------------------
 # Fetch scripts (run on a connected machine)
 

@@ -178,10 +178,8 @@ def check(params, plan, problems):
     plan["mirror"] = plan_mirror(extra)
 
 
-
 def problems_of(plan, values):
     """Errors of the mirror inputs alone (for the module)."""
     problems = Problems()
     check({"extra": values}, dict(plan), problems)
     return problems.errors
-

@@ -182,7 +182,9 @@ socket:
   returned: always
   type: str
 backups:
-  description: State C(absent) - the C(.gpufleet-backup) copies beside the runtime's files and the removal's backup directory, to remove once the runtime runs on the restored configuration.
+  description:
+    - State C(absent) - the C(.gpufleet-backup) copies beside the runtime's files and the removal's backup
+      directory, to remove once the runtime runs on the restored configuration.
   returned: always
   type: list
   elements: str
@@ -261,14 +263,14 @@ def main():
         remove(module)
     try:
         result = cplan.plan(p["preset"], p["mode"], p["config_path"], p["dropin_path"], p["runtime_name"],
-                         p["runtime_binary"], p["set_as_default"], p["enable_cdi"], p["config_version"],
-                         p["containerd_binary"])
+                            p["runtime_binary"], p["set_as_default"], p["enable_cdi"], p["config_version"],
+                            p["containerd_binary"])
         files = result["files"]
         validated = False
         if files and result["validate"]:
             dumped = cvalidate.validate_candidate(p["containerd_binary"], result["config_path"],
-                                           dict((path, new) for path, (_old, new) in files.items()),
-                                           p["runtime_name"], p["runtime_binary"])
+                                                  dict((path, new) for path, (_old, new) in files.items()),
+                                                  p["runtime_name"], p["runtime_binary"])
             result["notes"].extend(cvalidate.dump_warnings(dumped, p["enable_cdi"]))
             validated = True
         if not validated and any(path.endswith((".toml", ".tmpl")) for path in files):

@@ -30,10 +30,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.six import binary_type, text_type
 from ansible.plugins.action import ActionBase
 
-try:  # Python 3.3+
-    from collections.abc import Mapping, Set
-except ImportError:  # pragma: no cover
-    from collections import Mapping, Set
+from ansible.module_utils.six.moves.collections_abc import Mapping, Set
 
 
 class ModuleExit(Exception):
