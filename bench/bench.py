@@ -124,7 +124,8 @@ def write_inventory(path, n, connection, key):
              "    nvidia_driver_version: \"535.261.03\"", "    nvidia_driver_source: distribution",
              "    nvidia_driver_flavour: proprietary", "    gpufleet_allow_eol_driver: true",
              "    nvidia_container_toolkit_repo_url: file:/srv/repo", "    nvidia_container_toolkit_repo_suite: ./",
-             "    nvidia_container_toolkit_repo_trusted: true", "    nvidia_container_toolkit_repo_key_url: \"\"",
+             "    nvidia_container_toolkit_repo_trusted: true", "    gpufleet_allow_unsigned_repos: true",
+             "    nvidia_container_toolkit_repo_key_url: \"\"",
              # playbooks/nodes.yml as shipped: a self-managed cluster in apply mode, one GPU pool
              "    gpufleet_platform: kubeadm", "    gpufleet_cluster_name: bench", "    gpufleet_apply: true",
              "    gpufleet_gpu_pools: [{name: bench, gpu_type: t4, node_group: gpu_nodes}]",

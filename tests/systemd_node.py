@@ -106,8 +106,9 @@ def podman_inventory(path, name, **host_vars):
 
 
 # The node stage's inputs on a Debian 12 node: Debian's own R535 driver (past end of life, allowed on
-# purpose), the toolkit from the stand-in repository copied to /srv/repo, a self-managed cluster in
-# apply mode with one pool.
+# purpose), the toolkit from the stand-in repository copied to /srv/repo (unsigned: allowed with the
+# air-gap setting gpufleet_allow_unsigned_repos, which preflight requires for it), a self-managed cluster
+# in apply mode with one pool.
 NODE_STAGE_VARS = """all:
   vars:
     ansible_python_interpreter: /usr/bin/python3
@@ -118,6 +119,7 @@ NODE_STAGE_VARS = """all:
     nvidia_container_toolkit_repo_url: file:/srv/repo
     nvidia_container_toolkit_repo_suite: ./
     nvidia_container_toolkit_repo_trusted: true
+    gpufleet_allow_unsigned_repos: true
     nvidia_container_toolkit_repo_key_url: ""
     gpufleet_platform: kubeadm
     gpufleet_cluster_name: %(cluster)s

@@ -97,7 +97,12 @@ def test_cuda_repository_on_apt_distros(distro, repo, flavour, package):
     plan = plan_for(distro, {"nvidia_driver_version": "580.95.05", "nvidia_driver_flavour": flavour})
     assert plan["errors"] == []
     base = "https://developer.download.nvidia.com/compute/cuda/repos/%s/x86_64/" % repo
-    assert plan["keyring"] == {"url": base + "3bf863cc.pub", "path": "/etc/apt/keyrings/gpufleet-nvidia-cuda.asc"}
+    keyring = dict(plan["keyring"])
+    check = keyring.pop("check")
+    assert keyring == {"url": base + "3bf863cc.pub", "path": "/etc/apt/keyrings/gpufleet-nvidia-cuda.asc"}
+    # the key is checked against NVIDIA's pinned cudatools key before the keyring is written
+    assert (check["url"], check["fingerprint"], check["pinned"]) == (
+        base + "3bf863cc.pub", "EB693B3035CD5710E231E123A4B469963BF863CC", True)
     assert parse_deb822(plan["repo_files"][0]["content"]) == [
         {"Types": "deb", "URIs": base, "Suites": "/", "Signed-By": "/etc/apt/keyrings/gpufleet-nvidia-cuda.asc"}]
     assert plan["packages"] == ["%s=580.95.05-*" % package]

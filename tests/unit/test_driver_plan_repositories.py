@@ -76,10 +76,14 @@ def test_dnf_repository_file_is_rendered_from_the_data():
     assert plan["keyring"] is None
 
 
-def test_package_mirror_rewrites_the_structured_urls():
+def test_package_mirror_rewrites_the_structured_urls_but_not_the_key():
     plan = plan_for("rhel-9", {"gpufleet_mirror_package_url": "https://m.local/p"})
     assert plan["repositories"][0]["url"] == "https://m.local/p/developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64"
-    assert plan["keys"][0]["url"].startswith("https://m.local/p/developer.download.nvidia.com/")
+    # a mirror serves packages, never the trust anchor (issue 30 item 1)
+    assert plan["keys"][0]["url"] == "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/D42D0685.pub"
+    own = plan_for("rhel-9", {"gpufleet_mirror_package_url": "https://m.local/p",
+                              "nvidia_driver_repo_key_url": "file:///srv/keys/D42D0685.pub"})
+    assert "gpgkey=file:///srv/keys/D42D0685.pub" in own["repo_files"][0]["content"]
 
 
 def test_manifest_lists_the_driver_plans_repositories_and_keys():

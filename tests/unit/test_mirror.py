@@ -92,8 +92,10 @@ def test_driver_plan_uses_the_package_mirror_and_debian_mirror():
     base = {"distribution": "Debian", "distribution_version": "12", "distribution_major": "12", "codename": "bookworm",
             "architecture": "x86_64", "gpu_info": {"architectures": ["ampere"]}, "today": "2026-01-01"}
     nv = driver_plan(dict(base, values={"gpufleet_mirror_package_url": "https://m.local/p"}))
-    assert nv["keyring"]["url"] == ("https://m.local/p/developer.download.nvidia.com/compute/cuda/repos/"
+    # the mirror serves the packages, never the key: it stays NVIDIA's, checked against the pinned fingerprint
+    assert nv["keyring"]["url"] == ("https://developer.download.nvidia.com/compute/cuda/repos/"
                                     "debian12/x86_64/3bf863cc.pub")
+    assert nv["keyring"]["check"]["fingerprint"] == "EB693B3035CD5710E231E123A4B469963BF863CC"
     assert "URIs: https://m.local/p/developer.download.nvidia.com/" in nv["repo_files"][0]["content"]
     deb = driver_plan(dict(base, values={"nvidia_driver_source": "distribution", "nvidia_driver_version": "535",
                                          "gpufleet_mirror_debian_url": "http://deb.m.local/debian"}))

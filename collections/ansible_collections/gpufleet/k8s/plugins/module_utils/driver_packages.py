@@ -19,6 +19,8 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import 
     DISTROS, parse_version, resolve_flavour, validate_driver, version_satisfies,
     with_defaults)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror_urls import debian_mirrors, mirror_url
+from ansible_collections.gpufleet.k8s.plugins.module_utils.repo_keys import cuda_key
+from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import REPO_KEYS
 
 CUDA_REPO_BASE = "https://developer.download.nvidia.com/compute/cuda/repos"
 CUDA_REPO_NAMES = {
@@ -26,8 +28,9 @@ CUDA_REPO_NAMES = {
     "rhel-8": "rhel8", "rocky-8": "rhel8", "almalinux-8": "rhel8",
     "rhel-9": "rhel9", "rocky-9": "rhel9", "almalinux-9": "rhel9", "amazon-2023": "amzn2023",
 }
-# NVIDIA's signing key file in each CUDA repository
-CUDA_REPO_KEYS = {"Debian": "3bf863cc.pub", "RedHat": "D42D0685.pub"}
+# NVIDIA's signing key file in each CUDA repository (Debian family: per repository, see
+# versions.REPO_KEYS and repo_keys.cuda_key)
+CUDA_REPO_KEYS = {"Debian": REPO_KEYS["cuda"]["file"], "RedHat": "D42D0685.pub"}
 CUDA_REPO_ARCH = {"x86_64": "x86_64", "aarch64": "sbsa"}
 APT_KEYRING = "/etc/apt/keyrings/gpufleet-nvidia-cuda.asc"
 APT_SOURCES = "/etc/apt/sources.list.d/gpufleet-nvidia-driver.sources"
@@ -124,6 +127,14 @@ def _signing_keys(repositories):
     return keys
 
 
+def _cuda_key(plan, distro, arch, values):
+    """The CUDA repository's key URL (NVIDIA's server, never the package mirror, unless the inventory
+    names its own key); records in ``plan["key_check"]`` what the role checks the key against."""
+    vendor = "%s/%s/%s/" % (CUDA_REPO_BASE, CUDA_REPO_NAMES[distro], CUDA_REPO_ARCH.get(arch, arch))
+    plan["key_check"] = cuda_key(vendor, CUDA_REPO_NAMES[distro], values)
+    return plan["key_check"]["url"]
+
+
 def _debian_family(plan, distro, version, flavour, values, codename, arch):
     branch = version["branch"]
     glob = _version_glob(version)
@@ -148,7 +159,7 @@ def _debian_family(plan, distro, version, flavour, values, codename, arch):
     elif int(branch) >= UNBRANCHED_FROM:  # NVIDIA's CUDA repository, 590 and later: unbranched names
         repo = "%s/%s/%s/" % (_cuda_base(values), CUDA_REPO_NAMES[distro], CUDA_REPO_ARCH.get(arch, arch))
         names = ["nvidia-open" if flavour == "open" else "cuda-drivers"]
-        plan["repositories"] = [apt_repository(repo, ["/"], [], repo + CUDA_REPO_KEYS["Debian"], APT_KEYRING)]
+        plan["repositories"] = [apt_repository(repo, ["/"], [], _cuda_key(plan, distro, arch, values), APT_KEYRING)]
         # NVIDIA's pinning package keeps the branch (or version); the preferences file says the same
         # for apt runs before it is installed and covers the unbranched library/kernel names.
         plan["pinning_packages"] = [PINNING_PREFIX + (version["exact"] or branch)]
@@ -161,7 +172,7 @@ def _debian_family(plan, distro, version, flavour, values, codename, arch):
     else:  # NVIDIA's CUDA repository (flat repository, signed)
         repo = "%s/%s/%s/" % (_cuda_base(values), CUDA_REPO_NAMES[distro], CUDA_REPO_ARCH.get(arch, arch))
         names = ["nvidia-open-%s" % branch if flavour == "open" else "cuda-drivers-%s" % branch]
-        plan["repositories"] = [apt_repository(repo, ["/"], [], repo + CUDA_REPO_KEYS["Debian"], APT_KEYRING)]
+        plan["repositories"] = [apt_repository(repo, ["/"], [], _cuda_key(plan, distro, arch, values), APT_KEYRING)]
         plan["pin_file"] = {"path": APT_PREFERENCES, "content": _apt_pin(
             "cuda-drivers* nvidia-open* nvidia-driver* nvidia-kernel-* nvidia-dkms-* nvidia-utils-* libnvidia-*"
             " nvidia-compute-utils-* nvidia-firmware-* nvidia-modprobe nvidia-persistenced xserver-xorg-video-nvidia*"
@@ -169,8 +180,8 @@ def _debian_family(plan, distro, version, flavour, values, codename, arch):
             version, "NVIDIA's CUDA-repository driver")}
         plan["extra_packages"] = []
     plan["keys"] = _signing_keys(plan["repositories"])
-    # the role downloads the apt keyring file itself (None: no keyring to fetch)
-    plan["keyring"] = next((dict(k) for k in plan["keys"] if k["path"]), None)
+    # the role downloads the apt keyring file itself and checks its fingerprint first (None: no keyring)
+    plan["keyring"] = next((dict(k, check=plan.get("key_check")) for k in plan["keys"] if k["path"]), None)
     plan["repo_files"] = ([{"path": APT_SOURCES, "content": apt_sources(plan["repositories"])}]
                           if plan["repositories"] else [])
     plan["packages"] = ["%s=%s" % (name, glob) for name in names]
@@ -182,8 +193,11 @@ def _debian_family(plan, distro, version, flavour, values, codename, arch):
 def _redhat_family(plan, distro, version, flavour, values, arch):
     branch = version["branch"]
     repo = "%s/%s/%s" % (_cuda_base(values), CUDA_REPO_NAMES[distro], CUDA_REPO_ARCH.get(arch, arch))
+    # the key from NVIDIA's server, never from the package mirror (dnf checks it on import)
+    key_url = values.get("nvidia_driver_repo_key_url") or "%s/%s/%s/%s" % (
+        CUDA_REPO_BASE, CUDA_REPO_NAMES[distro], CUDA_REPO_ARCH.get(arch, arch), CUDA_REPO_KEYS["RedHat"])
     plan["repositories"] = [dnf_repository("gpufleet-nvidia-cuda", "NVIDIA CUDA repository (%s)" % CUDA_REPO_NAMES[distro],
-                                           repo, "%s/%s" % (repo, CUDA_REPO_KEYS["RedHat"]))]
+                                           repo, key_url)]
     plan["keys"] = _signing_keys(plan["repositories"])
     plan["keyring"] = None
     plan["repo_files"] = [{"path": DNF_REPO, "content": dnf_repo_file(plan["repositories"])}]

@@ -19,6 +19,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import driver_compat
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import validate_inventory
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons_preflight
 from ansible_collections.gpufleet.k8s.plugins.module_utils import mirror_urls
+from ansible_collections.gpufleet.k8s.plugins.module_utils import repo_keys
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_prep
 from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_monitoring
@@ -38,6 +39,7 @@ CHECKS.append(containerd_presets.check)
 CHECKS.append(addons_preflight.check)
 CHECKS.append(driver_compat.check)
 CHECKS.append(mirror_urls.check)
+CHECKS.append(repo_keys.check)
 CHECKS.append(node_stamp.check_inputs)
 CHECKS.append(node_prep.check)
 CHECKS.append(gpu_monitoring.check)

@@ -66,6 +66,27 @@ OPERATOR_REPOSITORIES = {
     "node-feature-discovery.image.repository": "registry.k8s.io/nfd/node-feature-discovery",
 }
 
+# Package repository signing keys, pinned by the full fingerprint of their primary key (issue 30
+# item 1). A downloaded key is written to the node's keyring only when every primary key in it is the
+# one pinned here, or the one the inventory names with its own fingerprint variable. NVIDIA signs
+# the CUDA repositories of Debian 12, Ubuntu 22.04 and 24.04 with the cudatools key (3bf863cc.pub)
+# and Debian 13's with a newer key (8793F200.pub); the libnvidia-container repository (apt and rpm)
+# with the "NVIDIA CORPORATION (Open Source Projects)" key. Each fingerprint was read from two or more
+# independent public sources that check it (provisioning scripts and recipes pinning NVIDIA's keys).
+# The RHEL-family CUDA key (D42D0685.pub) is not listed: its full fingerprint could not be confirmed
+# from two sources, so it is named by file only (dnf imports and checks it itself).
+REPO_KEYS = {
+    "cuda": {"file": "3bf863cc.pub", "fingerprint": "EB693B3035CD5710E231E123A4B469963BF863CC",
+             "description": "NVIDIA's CUDA repository signing key (cudatools)"},
+    "cuda_debian13": {"file": "8793F200.pub", "fingerprint": "02182E60104FCDC26EAE1B8597A5D4CB8793F200",
+                      "description": "NVIDIA's CUDA repository signing key for Debian 13"},
+    "container_toolkit": {"url": "https://nvidia.github.io/libnvidia-container/gpgkey",
+                          "fingerprint": "C95B321B61E88C1809C4F759DDCAE044F796ECB0",
+                          "description": "NVIDIA's libnvidia-container repository signing key"},
+}
+# CUDA repository directory -> its key in REPO_KEYS (others: "cuda").
+CUDA_REPO_KEY_NAMES = {"debian13": "cuda_debian13"}
+
 TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")
 REGISTRY_PREFIX = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9._-]+)*$")

@@ -1,0 +1,157 @@
+"""Repository signing keys pinned by fingerprint, on the real package path (issue 30 item 1).
+
+A real Debian 12 systemd container (host network) runs the nvidia_container_toolkit role with real
+apt against the labelled STAND-IN toolkit repository (NVIDIA's repository is unreachable here;
+molecule/nvidia_container_toolkit/files/build-standin-repo.sh builds packages with the real names
+and versions). The stand-in repository is SIGNED for this test with a throwaway key made by gpg in
+a temporary GNUPGHOME (nothing private is kept), and a second throwaway key plays the attacker. Both
+public keys are served by a local HTTP server the container reaches on 127.0.0.1.
+
+* The documented mirror/air-gap path: the inventory names the stand-in key's URL and fingerprint;
+  the role checks the key, writes it, and apt installs the pinned packages verifying the signed index.
+* The refusal: the same URL now serves the attacker's key (a compromised mirror); the role fails
+  naming the key, the URL and both fingerprints, and /etc/apt (keyrings, sources) is byte-identical.
+* The default: a key URL without a fingerprint is checked against NVIDIA's pinned key, so a
+  key that is not NVIDIA's is refused even when the inventory points at it.
+"""
+import functools
+import gzip
+import hashlib
+import http.server
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from systemd_node import (TOOLKIT_PINNED, apt_install, boot, per_worker, podman, podman_inventory, remove,
+                          shell_of, standin_toolkit_repo)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+NODE = per_worker("gpufleet-repokey-node")
+PLAYBOOK = os.path.join(ROOT, "tests", "integration", "playbooks", "toolkit.yml")
+NVIDIA_TOOLKIT_FPR = "C95B321B61E88C1809C4F759DDCAE044F796ECB0"
+KEYRING = "/etc/apt/keyrings/nvidia-container-toolkit.asc"
+SOURCES = "/etc/apt/sources.list.d/nvidia-container-toolkit.sources"
+
+sh = shell_of(NODE)
+
+pytestmark = pytest.mark.skipif(not shutil.which("gpg"), reason="gpg is required (Debian package gnupg)")
+
+
+def gpg(home, *args, data=None):
+    return subprocess.run(["gpg", "--homedir", str(home), "--batch", "--no-tty"] + list(args), input=data,
+                          capture_output=True, check=True)
+
+
+def new_key(home, name):
+    uid = "gpufleet %s test key <%s@test.invalid>" % (name, name)
+    gpg(home, "--passphrase", "", "--quick-gen-key", uid, "ed25519", "sign", "never")
+    colons = gpg(home, "--with-colons", "--list-keys", uid).stdout.decode()
+    fpr = [line.split(":")[9] for line in colons.splitlines() if line.startswith("fpr:")][0]
+    return uid, fpr, gpg(home, "--armor", "--export", uid).stdout
+
+
+def sign_flat_repository(repo, home, uid):
+    """Release (hashes of Packages and Packages.gz) and its clear-signed InRelease, as apt wants them."""
+    with open(os.path.join(repo, "Packages"), "rb") as handle:
+        packages = handle.read()
+    with open(os.path.join(repo, "Packages.gz"), "wb") as handle:
+        handle.write(gzip.compress(packages))
+    lines = ["Origin: gpufleet stand-in", "Label: gpufleet stand-in toolkit", "Date: Thu, 01 Jan 2026 00:00:00 UTC",
+             "SHA256:"]
+    for name in ("Packages", "Packages.gz"):
+        with open(os.path.join(repo, name), "rb") as handle:
+            data = handle.read()
+        lines.append(" %s %d %s" % (hashlib.sha256(data).hexdigest(), len(data), name))
+    release = ("\n".join(lines) + "\n").encode()
+    with open(os.path.join(repo, "Release"), "wb") as handle:
+        handle.write(release)
+    signed = gpg(home, "--local-user", uid, "--digest-algo", "SHA512", "--clearsign", data=release).stdout
+    with open(os.path.join(repo, "InRelease"), "wb") as handle:
+        handle.write(signed)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    work = tmp_path_factory.mktemp("repokey")
+    home = work / "gnupg"
+    home.mkdir(mode=0o700)
+    standin_uid, standin_fpr, standin_pub = new_key(home, "standin")
+    _uid, attacker_fpr, attacker_pub = new_key(home, "attacker")
+    repo = standin_toolkit_repo(work / "repo")
+    sign_flat_repository(repo, home, standin_uid)
+    www = work / "www"
+    www.mkdir()
+    (www / "gpgkey").write_bytes(standin_pub)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(www))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    boot(NODE, "--network", "host")
+    sh(apt_install("containerd") + " && systemctl enable --now containerd")
+    podman("cp", repo, NODE + ":/srv/repo")
+    try:
+        yield {"work": work, "www": www, "url": "http://127.0.0.1:%d/gpgkey" % server.server_address[1],
+               "standin_fpr": standin_fpr, "standin_pub": standin_pub,
+               "attacker_fpr": attacker_fpr, "attacker_pub": attacker_pub}
+    finally:
+        server.shutdown()
+        remove(NODE)
+
+
+def play(site, **host_vars):
+    inventory = podman_inventory(site["work"] / "hosts.yml", NODE, nvidia_container_toolkit_repo_url="file:/srv/repo",
+                                 nvidia_container_toolkit_repo_suite="./",
+                                 nvidia_container_toolkit_repo_key_url=site["url"], **host_vars)
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"), ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"),
+               PATH=BIN + os.pathsep + os.environ["PATH"])
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), PLAYBOOK, "-i", inventory], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    return proc.returncode, re.sub(r"\s+", " ", proc.stdout + proc.stderr)
+
+
+def etc_apt():
+    """Every file under /etc/apt with its sha256 (keyrings, sources, preferences)."""
+    return sh("find /etc/apt -type f -print0 | sort -z | xargs -0 sha256sum").stdout
+
+
+def test_own_key_with_its_fingerprint_is_written_and_apt_verifies_the_signed_repository(site):
+    rc, out = play(site, nvidia_container_toolkit_repo_key_fingerprint=site["standin_fpr"])
+    assert rc == 0, out[-3000:]
+    assert sh("cat " + KEYRING).stdout.encode() == site["standin_pub"]
+    assert "Signed-By: %s" % KEYRING in sh("cat " + SOURCES).stdout
+    assert sh("dpkg-query -W -f='${Version}' nvidia-container-toolkit").stdout == TOOLKIT_PINNED
+    # apt really checked the signature: the index came from InRelease, not as an unsigned repository
+    assert "Trusted" not in sh("cat " + SOURCES).stdout
+    update = sh("apt-get update 2>&1").stdout
+    assert "NO_PUBKEY" not in update and "not signed" not in update, update
+
+
+def test_a_mirror_serving_another_key_is_refused_and_nothing_changes(site):
+    (site["www"] / "gpgkey").write_bytes(site["attacker_pub"])
+    before = etc_apt()
+    assert KEYRING in before        # the keyring of the run before is there, and must stay as it is
+    rc, out = play(site, nvidia_container_toolkit_repo_key_fingerprint=site["standin_fpr"])
+    assert rc != 0, out[-3000:]
+    for part in ("nvidia_container_toolkit_repo_key_url/nvidia_container_toolkit_repo_key_fingerprint",
+                 site["url"], "expected fingerprint " + site["standin_fpr"], "found " + site["attacker_fpr"],
+                 "Nothing was written"):
+        assert part in out, (part, out[-3000:])
+    assert etc_apt() == before
+    assert sh("cat " + KEYRING).stdout.encode() == site["standin_pub"]
+
+
+def test_a_key_url_without_fingerprint_must_be_nvidias_key(site):
+    (site["www"] / "gpgkey").write_bytes(site["standin_pub"])
+    before = etc_apt()
+    rc, out = play(site)
+    assert rc != 0, out[-3000:]
+    for part in ("expected fingerprint " + NVIDIA_TOOLKIT_FPR, "found " + site["standin_fpr"], site["url"]):
+        assert part in out, (part, out[-3000:])
+    assert etc_apt() == before
