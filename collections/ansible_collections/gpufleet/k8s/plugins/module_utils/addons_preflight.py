@@ -22,12 +22,17 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_operator import (
     KERNEL_MODULE_TYPES, PRESETS, UPGRADE_POLICY_KEYS, host_components, operator_values, preset)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import (
     DIGEST, IMAGES, REGISTRY_PREFIX, TAG)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.namespace_ownership import reserved_problem
 
 AUTO_BOOL = ("auto", True, False)
 STATES = ("present", "absent")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 DURATION = re.compile(r"^[0-9]+(ms|s|m)$")
+# what to use instead of a system namespace (the defaults; gpu_operator_namespace auto is gpu-operator, or
+# nvidia-gpu-operator on OpenShift)
+NAMESPACE_EXAMPLES = {"nvidia_device_plugin_namespace": "nvidia-device-plugin",
+                      "dcgm_exporter_namespace": "nvidia-dcgm-exporter", "gpu_operator_namespace": "gpu-operator"}
 
 
 def _seconds(duration):
@@ -279,6 +284,8 @@ def _check_common(s, problems):
         val = s[var]
         if not isinstance(val, str) or not DNS_LABEL.match(val):
             problems.error(var, "%r is not a namespace name; use a DNS label" % (val,))
+        elif reserved_problem(var, val, NAMESPACE_EXAMPLES[var]):
+            problems.error(var, reserved_problem(var, val, NAMESPACE_EXAMPLES[var]))
     for var in ("nvidia_device_plugin_state", "dcgm_exporter_state", "gpu_operator_state"):
         if s[var] not in STATES:
             problems.error(var, "%r is not allowed; use %s" % (s[var], one_of(STATES)))

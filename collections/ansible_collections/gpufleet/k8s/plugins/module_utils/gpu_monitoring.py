@@ -22,6 +22,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, Problems
 from ansible_collections.gpufleet.k8s.plugins.module_utils.k8s_syntax import check_label_map
+from ansible_collections.gpufleet.k8s.plugins.module_utils.namespace_ownership import reserved_problem
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import comments, dump_yaml
 
 NAME = "gpufleet-gpu"
@@ -79,6 +80,9 @@ def problems(plan, extra):
     found = Problems()
     for var in LABEL_MAP_VARS:
         check_label_map(var, s[var], found)
+    reserved = reserved_problem("gpu_monitoring_namespace", s["gpu_monitoring_namespace"], "gpufleet-monitoring")
+    if reserved:
+        found.error("gpu_monitoring_namespace", reserved)
     return found.errors
 
 

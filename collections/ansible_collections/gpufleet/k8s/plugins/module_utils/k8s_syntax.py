@@ -22,6 +22,7 @@ import re
 from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, one_of
 from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import NODE_NAME_VAR, node_names
+from ansible_collections.gpufleet.k8s.plugins.module_utils.namespace_ownership import reserved_problem
 
 # apimachinery: qualifiedNameFmt / labelValueFmt / dns1123LabelFmt / dns1123SubdomainFmt
 _NAME_PART = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
@@ -434,6 +435,8 @@ def check(params, plan, problems):
         reason = dns_label_error(value)
         if reason:
             problems.error(var, "%r is not a namespace name: %s" % (value, reason))
+        elif var == "gpu_validate_namespace" and reserved_problem(var, value, "gpufleet-validate"):
+            problems.error(var, reserved_problem(var, value, "gpufleet-validate"))
     for var in bool_vars():
         if var in extra and var not in BOOL_VARS_CHECKED_ELSEWHERE:
             reason = bool_error(extra[var])

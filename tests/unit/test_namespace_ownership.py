@@ -1,0 +1,185 @@
+"""Issue 30 item 5: gpufleet labels, relaxes and deletes only namespaces it created
+(module_utils/namespace_ownership.py). Tables over (rendered objects, live Namespace, state) -> (what is
+applied or deleted, what the run says); the preflight refusal of system namespaces per variable.
+The real control plane runs the same decisions in tests/integration/test_cp_namespace_ownership.py."""
+import copy
+
+import pytest
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils import namespace_ownership as nso
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import namespace
+from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
+
+COMPONENT = "cluster/dcgm-exporter"
+NS = namespace("team-a")  # what the add-on roles render: privileged Pod Security, managed-by gpufleet
+CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "team-a"}}
+DS = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d", "namespace": "team-a"}}
+
+
+def live(annotations=None, labels=None, managers=("gpufleet",)):
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "team-a", "annotations": dict(annotations or {}),
+                         "labels": dict({"kubernetes.io/metadata.name": "team-a"}, **(labels or {})),
+                         "managedFields": [{"manager": m, "operation": "Apply" if m == "gpufleet" else "Update"}
+                                           for m in managers]}}
+
+
+OURS = live({nso.CREATED_BY: COMPONENT})
+OTHER = live({nso.CREATED_BY: "cluster/device-plugin"})
+LEGACY = live(labels={"app.kubernetes.io/managed-by": "gpufleet"})
+# a user's namespace that an older gpufleet relabelled: the creator's entry is still there
+RELABELLED = live(labels={"app.kubernetes.io/managed-by": "gpufleet"}, managers=("gpufleet", "kubectl-create"))
+USERS = live(managers=("kubectl-create",))
+USERS_PRIVILEGED = live(labels={"pod-security.kubernetes.io/enforce": "privileged",
+                                "pod-security.kubernetes.io/audit": "privileged",
+                                "pod-security.kubernetes.io/warn": "privileged"}, managers=("kubectl-create",))
+# created by someone with gpufleet's label by hand, but not by gpufleet's field manager
+LABELLED_BY_HAND = live(labels={"app.kubernetes.io/managed-by": "gpufleet"}, managers=("kubectl-client-side-apply",))
+
+
+@pytest.mark.parametrize("case, live_ns, status", [
+    ("does not exist", None, nso.NEW),
+    ("created by this component", OURS, nso.OURS),
+    ("created by another component", OTHER, nso.OTHER),
+    ("an older gpufleet's (label, only gpufleet's field manager)", LEGACY, nso.LEGACY),
+    ("a user's namespace an older gpufleet relabelled", RELABELLED, nso.FOREIGN),
+    ("a user's namespace", USERS, nso.FOREIGN),
+    ("gpufleet's label set by hand", LABELLED_BY_HAND, nso.FOREIGN),
+    ("only gpufleet's field manager but no gpufleet label", live(), nso.FOREIGN),
+])
+def test_owner(case, live_ns, status):
+    assert nso.owner(live_ns, COMPONENT)[0] == status, case
+
+
+def annotated_ns():
+    out = copy.deepcopy(NS)
+    out["metadata"]["annotations"] = {nso.CREATED_BY: COMPONENT}
+    return out
+
+
+# (case, live Namespace, state, objects that go on, a fragment of each warning)
+DECISIONS = [
+    ("apply, new: created and annotated", None, "present", [annotated_ns(), CM, DS], []),
+    ("apply, ours: annotation kept", OURS, "present", [annotated_ns(), CM, DS], []),
+    ("apply, older gpufleet's: adopted", LEGACY, "present", [annotated_ns(), CM, DS], []),
+    ("apply, another component's: left alone", OTHER, "present", [CM, DS],
+     ["Namespace team-a was created by gpufleet's cluster/device-plugin, not cluster/dcgm-exporter: left as it is"]),
+    ("apply, a user's: not labelled, labels named", USERS, "present", [CM, DS],
+     ["Namespace team-a was not created by gpufleet (no annotation gpufleet.io/created-by): gpufleet does not label "
+      "it and will not delete it. cluster/dcgm-exporter applied only its objects there. Its Pod Security labels are "
+      "your responsibility: cluster/dcgm-exporter needs pod-security.kubernetes.io/audit=privileged, "
+      "pod-security.kubernetes.io/enforce=privileged, pod-security.kubernetes.io/warn=privileged on it"]),
+    ("apply, a user's with the labels already there: nothing to ask", USERS_PRIVILEGED, "present", [CM, DS],
+     ["cluster/dcgm-exporter applied only its objects there."]),
+    ("apply, relabelled by an older gpufleet: still the user's", RELABELLED, "present", [CM, DS],
+     ["Namespace team-a was not created by gpufleet"]),
+    ("delete, ours: deleted, said", OURS, "absent", [NS, CM, DS],
+     ["Namespace team-a is deleted with everything in it: gpufleet created it (annotation gpufleet.io/created-by: "
+      "cluster/dcgm-exporter)"]),
+    ("delete, older gpufleet's: deleted, said", LEGACY, "absent", [NS, CM, DS],
+     ["Namespace team-a is deleted with everything in it: gpufleet created it (an earlier gpufleet version"]),
+    ("delete, missing: nothing to say", None, "absent", [NS, CM, DS], []),
+    ("delete, a user's: kept, only gpufleet's objects", USERS, "absent", [CM, DS],
+     ["Namespace team-a is kept with everything else in it: gpufleet did not create it (no annotation "
+      "gpufleet.io/created-by); only cluster/dcgm-exporter's objects there are removed"]),
+    ("delete, relabelled by an older gpufleet: kept", RELABELLED, "absent", [CM, DS],
+     ["Namespace team-a is kept with everything else in it"]),
+    ("delete, another component's: kept", OTHER, "absent", [CM, DS],
+     ["Namespace team-a is kept with everything else in it: gpufleet's cluster/device-plugin created it"]),
+]
+
+
+@pytest.mark.parametrize("case, live_ns, state, objects, notes", DECISIONS, ids=[d[0] for d in DECISIONS])
+def test_decide(case, live_ns, state, objects, notes):
+    rendered = [NS, CM, DS]
+    before = copy.deepcopy(rendered)
+    out, said = nso.decide(rendered, {"team-a": live_ns}, COMPONENT, state)
+    assert out == objects
+    assert len(said) == len(notes), said
+    for fragment, note in zip(notes, said):
+        assert fragment in note
+    assert rendered == before  # the rendered objects are never changed in place
+
+
+def test_a_user_namespace_with_the_labels_gets_no_label_request():
+    _, said = nso.decide([NS, CM], {"team-a": USERS_PRIVILEGED}, COMPONENT, "present")
+    assert "needs" not in said[0]
+
+
+def test_guard_reads_each_rendered_namespace_once_and_errors_propagate():
+    asked = []
+
+    def get(path):
+        asked.append(path)
+        return USERS
+
+    out, _ = nso.guard(get, COMPONENT, [NS, CM, copy.deepcopy(NS)], "present")
+    assert asked == ["/api/v1/namespaces/team-a"]
+    assert out == [CM]
+
+    def down(path):
+        raise RuntimeError("connection refused")
+    with pytest.raises(RuntimeError):
+        nso.guard(down, COMPONENT, [NS, CM], "absent")
+
+
+def test_guard_reads_nothing_without_a_namespace_object():
+    def get(path):
+        raise AssertionError("read " + path)
+    assert nso.guard(get, COMPONENT, [CM, DS], "absent") == ([CM, DS], [])
+
+
+def test_prune_keeps_namespaces_this_component_did_not_create():
+    candidates = [OURS, OTHER, USERS, RELABELLED, LEGACY, CM]
+    assert nso.prunable(candidates, COMPONENT) == [OURS, LEGACY, CM]
+
+
+# ------------------------------------------------------------------------------------------------
+# Preflight: system namespaces refused per variable, naming it and what to use
+# ------------------------------------------------------------------------------------------------
+
+SYSTEM = ["kube-system", "kube-public", "kube-node-lease", "default", "kube-anything", "openshift",
+          "openshift-operators", "openshift-monitoring", "openshift-nfd", "gpufleet-system"]
+
+
+def params(platform="kubeadm", mode="standalone", **extra):
+    return {"platform": platform, "cluster_name": "c1", "addons_mode": mode, "apply": False,
+            "pools": [{"name": "p", "gpu_type": "l4", "max_nodes": 1}], "extra": extra}
+
+
+@pytest.mark.parametrize("var, example", [
+    ("nvidia_device_plugin_namespace", "nvidia-device-plugin"),
+    ("dcgm_exporter_namespace", "nvidia-dcgm-exporter"),
+    ("gpu_operator_namespace", "gpu-operator"),
+    ("gpu_monitoring_namespace", "gpufleet-monitoring"),
+    ("gpu_validate_namespace", "gpufleet-validate"),
+])
+@pytest.mark.parametrize("name", SYSTEM)
+def test_preflight_refuses_a_system_namespace(var, example, name):
+    mode = "operator" if var == "gpu_operator_namespace" else "standalone"
+    errors = run_preflight(params(mode=mode, **{var: name}))[0]
+    mine = [e for e in errors if e.startswith(var + ": ")]
+    assert len(mine) == 1, errors
+    assert mine[0].startswith("%s: %r is " % (var, name))
+    assert "use a namespace of its own that gpufleet creates and owns (e.g. %s), not default, kube-*, openshift, " \
+           "openshift-* or gpufleet-system" % example in mine[0]
+
+
+@pytest.mark.parametrize("var", nso.NAMESPACE_VARS)
+@pytest.mark.parametrize("name", ["team-a", "monitoring", "kubeflow", "openshiftish", "my-kube-system"])
+def test_preflight_accepts_other_namespaces(var, name):
+    mode = "operator" if var == "gpu_operator_namespace" else "standalone"
+    errors = run_preflight(params(mode=mode, **{var: name}))[0]
+    assert not [e for e in errors if e.startswith(var + ": ")], errors
+
+
+def test_openshift_preset_namespaces_are_accepted():
+    """gpufleet's own OpenShift choices (nvidia-gpu-operator, openshift-nfd) are not inputs: auto passes."""
+    errors = run_preflight(params(platform="openshift", mode="operator"))[0]
+    assert not [e for e in errors if "namespace" in e], errors
+
+
+def test_exporter_namespace_to_probe_may_be_a_system_one():
+    """gpu_validate_exporter_namespace names where an exporter already runs: read only, never created."""
+    errors = run_preflight(params(gpu_validate_exporter_namespace="kube-system"))[0]
+    assert not [e for e in errors if e.startswith("gpu_validate_exporter_namespace")], errors
