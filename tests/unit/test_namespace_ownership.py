@@ -183,3 +183,69 @@ def test_exporter_namespace_to_probe_may_be_a_system_one():
     """gpu_validate_exporter_namespace names where an exporter already runs: read only, never created."""
     errors = run_preflight(params(gpu_validate_exporter_namespace="kube-system"))[0]
     assert not [e for e in errors if e.startswith("gpu_validate_exporter_namespace")], errors
+def test_records_namespace_is_the_apply_tree_parent_namespace():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.apply_tree import PARENT_NAMESPACE
+    assert nso.RECORDS_NAMESPACE == PARENT_NAMESPACE
+
+
+# ------------------------------------------------------------------------------------------------
+# The hook in the tree apply (module_utils/apply_run.py run_tree): what reaches the API server
+# ------------------------------------------------------------------------------------------------
+
+class FakeServer(object):
+    """Just enough of apply_run.Server for run_tree without prune: live objects by path, requests recorded."""
+
+    PATHS = {"Namespace": "/api/v1/namespaces", "ConfigMap": "/api/v1/namespaces/%s/configmaps"}
+
+    def __init__(self, live):
+        self.live = dict(live)
+        self.calls = []
+
+    def collection(self, group_version, kind, namespace=None):
+        path = self.PATHS[kind]
+        return path % namespace if "%s" in path else path
+
+    def get(self, path, query=None):
+        return copy.deepcopy(self.live.get(path))
+
+    def request(self, method, path, body=None, query=None, content_type=None):
+        self.calls.append((method, path, copy.deepcopy(body)))
+        if method == "DELETE":
+            return self.live.pop(path, None) or {}
+        answer = copy.deepcopy(body)
+        answer.setdefault("metadata", {})["resourceVersion"] = str(len(self.calls))
+        self.live[path] = answer
+        return answer
+
+
+def run_tree_on(live_ns, state):
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.apply_run import run_tree
+    server = FakeServer({"/api/v1/namespaces/team-a": live_ns} if live_ns else {})
+    out = run_tree(server, COMPONENT, [NS, CM], state=state, prune=False, workers=1)
+    return out, [(method, path) for method, path, _ in server.calls], server
+
+
+def test_tree_apply_never_writes_a_users_namespace_and_says_so():
+    out, calls, _ = run_tree_on(USERS, "present")
+    assert not out.get("failed"), out
+    assert calls == [("PATCH", "/api/v1/namespaces/team-a/configmaps/c")]
+    assert "Namespace team-a was not created by gpufleet" in out["warnings"][0]
+
+
+def test_tree_delete_keeps_a_users_namespace_and_removes_gpufleets_objects():
+    out, calls, server = run_tree_on(USERS, "absent")
+    assert not out.get("failed"), out
+    assert calls == []  # the ConfigMap was not there; above all, no DELETE of the Namespace
+    assert "/api/v1/namespaces/team-a" in server.live
+    assert "is kept with everything else in it" in out["warnings"][0]
+
+
+def test_tree_apply_creates_the_namespace_with_its_creator_and_deletes_it_on_absent():
+    out, calls, server = run_tree_on(None, "present")
+    assert calls[0][0:2] == ("PATCH", "/api/v1/namespaces/team-a")
+    assert server.live["/api/v1/namespaces/team-a"]["metadata"]["annotations"] == {nso.CREATED_BY: COMPONENT}
+    assert "warnings" not in out
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.apply_run import run_tree
+    out = run_tree(server, COMPONENT, [NS, CM], state="absent", prune=False, workers=1)
+    assert ("DELETE", "/api/v1/namespaces/team-a", None) in server.calls
+    assert "is deleted with everything in it" in out["warnings"][0]

@@ -21,6 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import apply_tree as tree
+from ansible_collections.gpufleet.k8s.plugins.module_utils import namespace_ownership
 from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import apply_problem
 
 APPLY_TYPE = "application/apply-patch+yaml"  # JSON is YAML: the body goes as JSON
@@ -374,6 +375,10 @@ def run_tree(server, component, objects, state="present", check_mode=False, diff
     parent_path = "/api/v1/namespaces/%s/secrets/%s" % (parent_namespace, name)
     parent = None
     try:
+        # only a Namespace gpufleet created is labelled or deleted (module_utils/namespace_ownership.py)
+        objects, notes = namespace_ownership.guard(server.get, component, objects, state)
+        if notes:
+            out["warnings"] = notes
         if prune:
             parent = server.get(parent_path)
             why = tree.foreign_parent(parent)
@@ -404,7 +409,7 @@ def run_tree(server, component, objects, state="present", check_mode=False, diff
         try:
             gks, namespaces = tree.union_scope(parent, keep, parent_namespace)
             listed = _members(server, gks, sorted(set(namespaces) | {parent_namespace}), set_id, workers)
-            doomed = tree.prune_candidates(listed, keep, set_id)
+            doomed = namespace_ownership.prunable(tree.prune_candidates(listed, keep, set_id), component)
             pruned = job.delete(doomed)
             problem = apply_problem(pruned, component + " (prune)")
             if problem:
