@@ -137,6 +137,8 @@ def test_manifest_defaults_to_debian_12_and_says_so():
     man = mirror_manifest.manifest(plan(pools=[POOLS[0]]), {}, ["n1"])
     assert list(man["os_packages"]) == ["debian-12"]
     assert any("packages are listed for debian-12" in n for n in man["notes"])
+    # the keys are not moved by the package mirror: the manifest says how an air-gapped site points at its copies
+    assert any("nvidia_driver_repo_key_url and nvidia_container_toolkit_repo_key_url" in n for n in man["notes"])
     names = [p["name"] for p in man["os_packages"]["debian-12"]["packages"]]
     assert names[0] == "nvidia-open-580"         # Ampere -> open flavour, as the driver role decides
 

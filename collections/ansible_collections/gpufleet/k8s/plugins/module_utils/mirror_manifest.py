@@ -110,6 +110,11 @@ def _os_packages(plan, values, node_hosts, notes, today):
     if plan.get("platform") == "openshift":
         notes.append("OpenShift: driver and toolkit run as GPU Operator containers on RHCOS; the node packages "
                      "below are only needed if you run playbooks/nodes.yml on non-RHCOS workers.")
+    notes.append("Signing keys: the nodes read them from NVIDIA's server, also with gpufleet_mirror_package_url (a "
+                 "mirror serves packages, not the trust anchor). Where that server is unreachable, point "
+                 "nvidia_driver_repo_key_url and nvidia_container_toolkit_repo_key_url at the copies listed under "
+                 "keys (their mirror column, or file:///PATH on the node): they are checked against NVIDIA's pinned "
+                 "fingerprints before the keyring is written.")
     mirror = str_or_empty(values.get("gpufleet_mirror_package_url"))
     kit_version = str(values["nvidia_container_toolkit_version"])
     for distro in sorted(set(distros)):
