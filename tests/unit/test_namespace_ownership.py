@@ -249,3 +249,36 @@ def test_tree_apply_creates_the_namespace_with_its_creator_and_deletes_it_on_abs
     out = run_tree(server, COMPONENT, [NS, CM], state="absent", prune=False, workers=1)
     assert ("DELETE", "/api/v1/namespaces/team-a", None) in server.calls
     assert "is deleted with everything in it" in out["warnings"][0]
+
+
+# ------------------------------------------------------------------------------------------------
+# The validate stage's own namespace: created and deleted by the stage, so never one it did not create
+# ------------------------------------------------------------------------------------------------
+
+VALIDATE = "validate/gpu-validate"
+
+
+@pytest.mark.parametrize("case, live_ns, refused", [
+    ("does not exist", None, ""),
+    ("left by an earlier run of the stage", live({nso.CREATED_BY: VALIDATE}), ""),
+    ("a user's namespace", USERS, "gpufleet did not create it (no annotation gpufleet.io/created-by: "
+                                  "validate/gpu-validate)"),
+    ("an add-on's namespace", OURS, "gpufleet's cluster/dcgm-exporter created it"),
+    ("relabelled by an older gpufleet", RELABELLED, "gpufleet did not create it"),
+    ("an older gpufleet's apply", LEGACY, "gpufleet did not create it"),
+])
+def test_transient_namespace(case, live_ns, refused):
+    problem = nso.transient_problem("gpu_validate_namespace", live_ns, VALIDATE)
+    if not refused:
+        assert problem == "", case
+        return
+    assert problem.startswith("gpu_validate_namespace: namespace 'team-a' exists and " + refused), problem
+    assert "use a name that does not exist (e.g. the default gpufleet-validate)" in problem
+    assert "kubectl delete namespace team-a" in problem
+
+
+def test_transient_filter_reads_k8s_info_resources():
+    from ansible_collections.gpufleet.k8s.plugins.filter.namespace_ownership import namespace_transient_problem
+    assert namespace_transient_problem([], "gpu_validate_namespace", VALIDATE) == ""
+    assert "exists and gpufleet did not create it" in namespace_transient_problem(
+        [USERS], "gpu_validate_namespace", VALIDATE)

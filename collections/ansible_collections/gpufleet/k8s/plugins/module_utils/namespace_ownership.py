@@ -39,6 +39,10 @@ The namespaced objects of a namespace that is kept are applied and deleted as al
 apply are two requests: a Namespace someone creates in between is applied over as gpufleet's (a window of
 milliseconds within one run).
 
+The validate stage's namespace (``gpu_validate_namespace``) lives only while the stage runs: gpufleet creates it,
+annotated, and deletes it with its Jobs at the end. The stage refuses to start when that namespace exists and this
+stage did not create it (:func:`transient_problem`), because its cleanup would delete the namespace.
+
 ``guard`` is the hook the tree apply (module_utils/apply_run.py) calls with the objects of one component;
 ``prunable`` filters what its prune would delete. No I/O here beyond the ``get`` callable given.
 """
@@ -172,6 +176,22 @@ def guard(get, component, objects, state):
     names = sorted(set(_name(o) for o in objects if _is_namespace(o)))
     lives = dict((name, get("/api/v1/namespaces/%s" % name)) for name in names)
     return decide(objects, lives, component, state)
+
+
+def transient_problem(var, live, component):
+    """Why a stage that creates a namespace and deletes it with everything in it when it ends (the validate
+    stage: ``gpu_validate_namespace``) may not use the live Namespace ``live`` (None: it does not exist),
+    or ''. Only one this component created (a run that stopped before its cleanup) is reused."""
+    status, creator = owner(live, component)
+    if status in (NEW, OURS):
+        return ""
+    name = _name(live)
+    who = ("gpufleet's %s created it" % creator) if status == OTHER else \
+        "gpufleet did not create it (no annotation %s: %s)" % (CREATED_BY, component)
+    return ("%s: namespace %r exists and %s. This stage creates its own namespace and deletes it with everything "
+            "in it when it ends, so it will not use this one; use a name that does not exist (e.g. the default "
+            "gpufleet-validate), or delete the namespace if an earlier gpufleet run left it behind "
+            "(kubectl delete namespace %s). Nothing was changed on the cluster." % (var, name, who, name))
 
 
 def prunable(candidates, component):
