@@ -156,10 +156,9 @@ def decide(objects, lives, component, state):
                         % (component, ", ".join("%s=%s" % kv for kv in missing.items()))) if missing else ""))
         elif status in (OURS, LEGACY):
             out.append(obj)
-            notes.append("Namespace %s is deleted with everything in it: gpufleet created it (%s)"
-                         % (name, ("annotation %s: %s" % (CREATED_BY, creator)) if status == OURS else
-                               "an earlier gpufleet version: label %s=%s, no other field manager"
-                               % (MANAGED_BY_KEY, FIELD_MANAGER)))
+            how = ("annotation %s: %s" % (CREATED_BY, creator)) if status == OURS else \
+                "an earlier gpufleet version: label %s=%s, no other field manager" % (MANAGED_BY_KEY, FIELD_MANAGER)
+            notes.append("Namespace %s is deleted with everything in it: gpufleet created it (%s)" % (name, how))
         elif status == NEW:
             out.append(obj)  # nothing to delete; deleting a missing object changes nothing
         else:
