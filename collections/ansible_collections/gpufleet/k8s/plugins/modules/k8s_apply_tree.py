@@ -27,6 +27,11 @@ description:
     after a successful apply; objects without the set's C(applyset.kubernetes.io/part-of) label are never
     touched. The label is added at apply time only - rendered files do not carry it.
   - O(state=absent) deletes the objects in the reverse order, then the set's remaining members and its parent.
+  - A Namespace is labelled or deleted only when gpufleet created it, as recorded in its annotation
+    C(gpufleet.io/created-by) (set to O(component) when it is created here). Each Namespace among the objects is
+    read first; one that exists without the annotation is neither applied nor deleted - only the other objects
+    are - and the result's warnings say so, naming the labels the objects there need (module_utils
+    namespace_ownership.py). Deleting a Namespace gpufleet created is said in the warnings too.
 author:
   - gpufleet maintainers (@gpufleet)
 options:
