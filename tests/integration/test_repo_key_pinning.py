@@ -13,6 +13,9 @@ public keys are served by a local HTTP server the container reaches on 127.0.0.1
   naming the key, the URL and both fingerprints, and /etc/apt (keyrings, sources) is byte-identical.
 * The default: a key URL without a fingerprint is checked against NVIDIA's pinned key, so a
   key that is not NVIDIA's is refused even when the inventory points at it.
+* The driver role on NVIDIA's CUDA repository path (branch 580, Debian 12): the key served at the
+  inventory's key URL is not NVIDIA's cudatools key, so the role stops before anything changes (no
+  keyring, no sources, no node preparation, no package) naming both fingerprints.
 """
 import functools
 import gzip
@@ -104,14 +107,25 @@ def site(tmp_path_factory):
         remove(NODE)
 
 
-def play(site, **host_vars):
+DRIVER_PLAYBOOK = """---
+- name: Install NVIDIA's driver from the CUDA repository
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Run the driver role
+      ansible.builtin.include_role:
+        name: nvidia_driver
+"""
+
+
+def play(site, playbook=PLAYBOOK, **host_vars):
     inventory = podman_inventory(site["work"] / "hosts.yml", NODE, nvidia_container_toolkit_repo_url="file:/srv/repo",
                                  nvidia_container_toolkit_repo_suite="./",
                                  nvidia_container_toolkit_repo_key_url=site["url"], **host_vars)
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"), ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"),
                PATH=BIN + os.pathsep + os.environ["PATH"])
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), PLAYBOOK, "-i", inventory], cwd=ROOT, env=env,
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), str(playbook), "-i", inventory], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     return proc.returncode, re.sub(r"\s+", " ", proc.stdout + proc.stderr)
 
@@ -119,6 +133,12 @@ def play(site, **host_vars):
 def etc_apt():
     """Every file under /etc/apt with its sha256 (keyrings, sources, preferences)."""
     return sh("find /etc/apt -type f -print0 | sort -z | xargs -0 sha256sum").stdout
+
+
+def node_state():
+    """/etc/apt file by file, every file under /etc and every installed package (as digests)."""
+    return etc_apt() + sh("find /etc -xdev -type f -print0 | sort -z | xargs -0 md5sum | md5sum; "
+                          "dpkg-query -W -f='${Package} ${Version}\\n' | md5sum").stdout
 
 
 def test_own_key_with_its_fingerprint_is_written_and_apt_verifies_the_signed_repository(site):
@@ -135,7 +155,7 @@ def test_own_key_with_its_fingerprint_is_written_and_apt_verifies_the_signed_rep
 
 def test_a_mirror_serving_another_key_is_refused_and_nothing_changes(site):
     (site["www"] / "gpgkey").write_bytes(site["attacker_pub"])
-    before = etc_apt()
+    before = node_state()
     assert KEYRING in before        # the keyring of the run before is there, and must stay as it is
     rc, out = play(site, nvidia_container_toolkit_repo_key_fingerprint=site["standin_fpr"])
     assert rc != 0, out[-3000:]
@@ -143,15 +163,30 @@ def test_a_mirror_serving_another_key_is_refused_and_nothing_changes(site):
                  site["url"], "expected fingerprint " + site["standin_fpr"], "found " + site["attacker_fpr"],
                  "Nothing was written"):
         assert part in out, (part, out[-3000:])
-    assert etc_apt() == before
+    assert node_state() == before
     assert sh("cat " + KEYRING).stdout.encode() == site["standin_pub"]
 
 
 def test_a_key_url_without_fingerprint_must_be_nvidias_key(site):
     (site["www"] / "gpgkey").write_bytes(site["standin_pub"])
-    before = etc_apt()
+    before = node_state()
     rc, out = play(site)
     assert rc != 0, out[-3000:]
     for part in ("expected fingerprint " + NVIDIA_TOOLKIT_FPR, "found " + site["standin_fpr"], site["url"]):
         assert part in out, (part, out[-3000:])
-    assert etc_apt() == before
+    assert node_state() == before
+
+
+def test_driver_role_refuses_a_cuda_key_that_is_not_nvidias_before_anything_changes(site):
+    (site["www"] / "gpgkey").write_bytes(site["attacker_pub"])
+    playbook = site["work"] / "driver.yml"
+    playbook.write_text(DRIVER_PLAYBOOK)
+    before = node_state()
+    rc, out = play(site, playbook, nvidia_driver_version="580", nvidia_driver_source="nvidia",
+                   nvidia_driver_flavour="open", nvidia_driver_repo_key_url=site["url"])
+    assert rc != 0, out[-3000:]
+    for part in ("nvidia_driver_repo_key_url/nvidia_driver_repo_key_fingerprint", site["url"],
+                 "expected fingerprint EB693B3035CD5710E231E123A4B469963BF863CC", "found " + site["attacker_fpr"]):
+        assert part in out, (part, out[-3000:])
+    assert "Prepare the node" not in out        # stopped before gpu_node_prep ran
+    assert node_state() == before
