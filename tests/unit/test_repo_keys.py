@@ -9,6 +9,7 @@ import shutil
 import subprocess
 
 import pytest
+import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import repo_keys
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import driver_plan
@@ -227,3 +228,40 @@ def test_preflight_allows_explicitly_with_a_warning(extra, variable):
 def test_preflight_accepts(extra):
     errors, _warnings = preflight(**extra)
     assert errors == [], errors
+
+
+ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
+
+
+def task_names(role, tasks_file):
+    with open(os.path.join(ROLES, role, "tasks", tasks_file)) as handle:
+        return [t.get("name", "") for t in yaml.safe_load(handle)]
+
+
+def position(names, fragment):
+    found = [i for i, n in enumerate(names) if fragment in n]
+    assert len(found) == 1, (fragment, names)
+    return found[0]
+
+
+@pytest.mark.parametrize("role,tasks_file,check,later", [
+    # the key is read and checked before anything on the host changes: node preparation, kernel guard, sources
+    ("nvidia_driver", "main.yml", "Check the signing key's fingerprint", "Prepare the node"),
+    ("nvidia_driver", "main.yml", "Check the signing key's fingerprint", "Install the pinned driver"),
+    ("nvidia_container_toolkit", "repo-key.yml", "Check the signing key's fingerprint", "Create the keyring directory"),
+    ("nvidia_container_toolkit", "repo-key.yml", "Check the signing key's fingerprint", "Write the checked"),
+    ("nvidia_container_toolkit", "setup-Debian.yml", "after checking its fingerprint", "Configure the libnvidia-container"),
+    ("nvidia_container_toolkit", "setup-RedHat.yml", "after checking its fingerprint", "Configure the libnvidia-container"),
+])
+def test_the_key_is_checked_before_anything_is_written(role, tasks_file, check, later):
+    names = task_names(role, tasks_file)
+    assert position(names, check) < position(names, later)
+
+
+def test_no_role_downloads_a_key_without_checking_it():
+    """get_url wrote keys straight into the keyring (through the package mirror): no task does that any more."""
+    for role in ("nvidia_driver", "nvidia_container_toolkit"):
+        for name in os.listdir(os.path.join(ROLES, role, "tasks")):
+            with open(os.path.join(ROLES, role, "tasks", name)) as handle:
+                text = handle.read()
+            assert "get_url" not in text and "key_url | gpufleet.k8s.mirror_url" not in text, (role, name)
