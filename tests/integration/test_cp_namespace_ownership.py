@@ -69,6 +69,13 @@ def users_namespace(cp, name):
 
 def test_a_users_namespace_is_not_relabelled(cp, tmp_path):
     before = users_namespace(cp, USER_NS)
+    # check mode first: the same warning, nothing written, and no Namespace in the diff
+    rc, out = dcgm(cp, tmp_path, "-e", "dcgm_exporter_namespace=" + USER_NS, "--check", "--diff")
+    assert rc == 0, out[-4000:]
+    assert "Namespace team-a was not created by gpufleet" in flat(out), flat(out)[-3000:]
+    assert "Namespace/team-a (live)" not in out
+    assert cp.get("/api/v1/namespaces/" + USER_NS)["metadata"]["resourceVersion"] == before["resourceVersion"]
+
     rc, out = dcgm(cp, tmp_path, "-e", "dcgm_exporter_namespace=" + USER_NS)
     assert rc == 0, out[-4000:]
     live = namespace(cp, USER_NS)["metadata"]
