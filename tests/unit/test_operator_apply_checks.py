@@ -81,6 +81,7 @@ def test_retired_variables_name_their_replacement():
     ("(401)\nReason: Unauthorized", "refused the credentials"),
     ("HTTPSConnectionPool(host='nope.invalid', port=443): Max retries exceeded (Caused by NameResolutionError("
      "\"Failed to resolve 'nope.invalid' ([Errno -2] Name or service not known)\"))", "does not resolve"),
+    ("[Errno 2] No such file or directory: '/etc/k8s/ca.crt'", "a file the connection names is not there"),
 ])
 def test_access_problem_names_the_cause(error, cause):
     msg = access_problem(error, {"host": "https://api:6443"})

@@ -110,6 +110,8 @@ _CAUSES = (
     (("Unauthorized",), "the API server refused the credentials (401 Unauthorized)"),
     (("(403)",), "the credentials may not read the cluster (403 Forbidden)"),
     (("(404)",), "something answered but it is not a Kubernetes API server (404 on /version)"),
+    (("No such file or directory",), "a file the connection names is not there (gpufleet_k8s_ca_cert, or a path "
+                                     "in the kubeconfig)"),
 )
 
 HOW = ("Set gpufleet_k8s_kubeconfig (and gpufleet_k8s_context), or gpufleet_k8s_host with gpufleet_k8s_api_key "
@@ -127,7 +129,7 @@ def access_problem(error, conn):
             break
     if len(raw) > 400:
         raw = raw[:400] + "..."
-    return ("gpufleet_apply is true but gpufleet cannot reach the Kubernetes cluster (%s): %s. Nothing was applied. "
+    return ("gpufleet cannot reach the Kubernetes cluster (%s): %s. Nothing was applied. "
             "%s Client error: %s" % (_target(conn), cause, HOW, raw))
 
 

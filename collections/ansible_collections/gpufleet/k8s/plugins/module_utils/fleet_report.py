@@ -25,6 +25,7 @@ __metaclass__ = type
 import html
 import json
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.expected import POOL_LABEL, expected_resources
 from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import COMPUTE_CLASS_LABEL, placement
 
@@ -55,6 +56,40 @@ def pod_gpu_requests(pod):
             if name.startswith(GPU_RESOURCE_PREFIXES):
                 total += int(_num(value))
     return total
+
+
+def report_pod(pod):
+    """The part of a Pod the report reads (phase, node, pool selector, container resources). A Pod spec
+    can carry secrets inline (env values, command lines): they never reach the report's arguments or logs."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    out = {"metadata": {k: meta[k] for k in ("namespace", "name") if k in meta},
+           "spec": {"containers": [{"resources": c["resources"]} if c.get("resources") else {}
+                                   for c in spec.get("containers") or []]},
+           "status": {"phase": (pod.get("status") or {}).get("phase")}}
+    if spec.get("nodeName"):
+        out["spec"]["nodeName"] = spec["nodeName"]
+    pool = (spec.get("nodeSelector") or {}).get(POOL_LABEL)
+    if pool is not None:
+        out["spec"]["nodeSelector"] = {POOL_LABEL: pool}
+    return out
+
+
+def cluster_reads(results):
+    """``{"nodes": [...], "pods": [...]}`` from the report stage's registered ``k8s_info`` loop over Node and
+    Pod (its results in that order), the Pods cut down by :func:`report_pod`. The read runs without a log
+    (Pod specs) and its failure is ignored there, so a read that failed is raised here with the client's message."""
+    items = (results or {}).get("results") if isinstance(results, dict) else None
+    if not isinstance(items, list) or len(items) != 2:
+        raise GpufleetError("fleet_report_cluster: the input must be the registered k8s_info loop over [Node, Pod]")
+    failed = {}  # message -> the kinds it failed for (one message, said once)
+    for r in items:
+        if not isinstance(r.get("resources"), list):
+            failed.setdefault(r.get("msg") or "no answer", []).append(str(r.get("item", "?")))
+    if failed:
+        raise GpufleetError("the report could not read the cluster (%s); the report was not written" % "; ".join(
+            "%s: %s" % (", ".join(kinds), msg) for msg, kinds in failed.items()))
+    return {"nodes": items[0]["resources"], "pods": [report_pod(p) for p in items[1]["resources"]]}
 
 
 def parse_utilisation(response, scale=100.0):
