@@ -6,10 +6,17 @@ servers at both ends accept the rendered trees too: tests/integration/test_cp_tr
 """
 import kubernetes_validate
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pod_spec_rules import object_problems
+
 SUPPORTED_K8S = ("1.32.0", "1.37.0")
 
 
 def assert_valid(obj, versions=SUPPORTED_K8S):
+    # the API server's cross-field pod rules, which no OpenAPI schema expresses (hostPID with
+    # shareProcessNamespace, names used twice, mounts of missing volumes)
+    problems = object_problems([obj])
+    if problems:
+        raise AssertionError("; ".join(problems))
     for version in versions:
         try:
             kubernetes_validate.validate(obj, version, strict=True)

@@ -87,10 +87,15 @@ def test_daemonset_contract():
     assert objs[("ConfigMap", "nvidia-device-plugin-configs")]["data"] == plugin_configs(normalize_pools(POOLS))
 
 
-def test_mps_pool_adds_host_pid_control_daemon_and_mps_root():
+def test_mps_pool_adds_control_daemon_and_mps_root():
     objs = by_kind_name(device_plugin_objects(plan(POOLS), {}))
     mps = objs[("DaemonSet", "nvidia-device-plugin-mps-control-daemon")]["spec"]["template"]["spec"]
-    assert mps["hostPID"] is True
+    # as the device plugin's chart: privileged, one process namespace with its config-manager sidecar (which
+    # signals it), no hostPID (the API server refuses hostPID together with shareProcessNamespace)
+    assert mps["shareProcessNamespace"] is True and "hostPID" not in mps
+    assert mps["containers"][0]["securityContext"] == {"privileged": True}
+    assert {e["name"]: e.get("value") for e in mps["containers"][1]["env"]}["PROCESS_TO_SIGNAL"] == \
+        "/usr/bin/mps-control-daemon"
     assert {"name": "mps-root", "hostPath": {"path": "/run/nvidia/mps", "type": "DirectoryOrCreate"}} in mps["volumes"]
     plugin = objs[("DaemonSet", "nvidia-device-plugin")]["spec"]["template"]["spec"]
     assert any(v["name"] == "mps-root" for v in plugin["volumes"])

@@ -196,8 +196,10 @@ def device_plugin_objects(plan, extra):
         [_config_manager(image, True, "")], volumes, rc)))
 
     # MPS control daemon: one per node of a pool that shares GPUs with MPS (nodes labelled with such a
-    # pool, or labelled nvidia.com/mps.capable=true by GFD). It starts nvidia-cuda-mps-control and so
-    # needs the host's PIDs.
+    # pool, or labelled nvidia.com/mps.capable=true by GFD). Privileged (it starts nvidia-cuda-mps-control
+    # and mounts the MPS shm), in a process namespace shared with its config-manager sidecar, which signals
+    # it on a config change - as the device plugin's own chart runs it. Not hostPID: the API server refuses
+    # hostPID together with shareProcessNamespace.
     if s["any_mps"]:
         mps_name = NAME + "-mps-control-daemon"
         mps_spec = _pod_spec(
@@ -216,7 +218,6 @@ def device_plugin_objects(plan, extra):
              _config_manager(image, True, "")],
             _config_volumes() + [_a.host_path("mps-root", MPS_ROOT, "DirectoryOrCreate"),
                                  _a.host_path("mps-shm", MPS_ROOT + "/shm")], rc)
-        mps_spec["hostPID"] = True
         mps_pools = sorted(p["name"] for p in plan.get("pools") or [] if (p.get("sharing") or {}).get("mode") == "mps")
         mps_spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": _a.POOL_LABEL, "operator": "In", "values": mps_pools}]},

@@ -20,6 +20,9 @@ description:
   - This is gpufleet's render mode output, meant to be committed by GitOps users.
   - A symbolic link on the way to I(dest) or inside it is refused, naming it, before anything is read
     or changed.
+  - A pod spec the API server would refuse for a combination of fields no schema expresses
+    (C(hostPID) with C(shareProcessNamespace), a container or volume name used twice, a mount of a
+    volume the pod lacks) is refused, naming the object, before anything is written.
 author:
   - gpufleet maintainers (@gpufleet)
 extends_documentation_fragment:
@@ -87,6 +90,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pod_spec_rules import object_problems
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import file_diffs, plan_render, write_planned
 from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
@@ -131,6 +135,9 @@ def run(module):
     require_yaml(module)
     dest = module.params["dest"]
     objects = module_objects(module)
+    refused = object_problems(objects)
+    if refused:
+        module.fail_json(msg="render into %s refused, the API server would not accept: %s" % (dest, "; ".join(refused)))
     try:
         wanted, writes, removes = plan_render(dest, objects, module.params["header"] or None)
         if not module.check_mode:
