@@ -77,15 +77,21 @@ def nfd_objects(plan, extra):
     for name in ("nfd-master", "nfd-worker"):
         objs.append({"apiVersion": "v1", "kind": "ServiceAccount",
                      "metadata": {"name": name, "namespace": ns, "labels": _a.labels(name)}})
+    # Least privilege (tests/fixtures/rbac_allowlist.yml holds what every render may grant). The master
+    # reads and labels Nodes (get/list, patch/update; it watches none) and reads the NodeFeature API.
+    # No Lease access: upstream's chart grants create plus get/update of the one Lease
+    # nfd-master.nfd.kubernetes.io because it starts the master with -enable-leader-election; gpufleet
+    # runs one master without it (off by default), which then never touches a Lease.
     objs += _rbac("nfd-master", [
-        {"apiGroups": [""], "resources": ["nodes", "nodes/status"], "verbs": ["get", "list", "watch", "patch", "update"]},
+        {"apiGroups": [""], "resources": ["nodes", "nodes/status"], "verbs": ["get", "list", "patch", "update"]},
         {"apiGroups": [GROUP], "resources": ["nodefeatures", "nodefeaturerules", "nodefeaturegroups"],
          "verbs": ["get", "list", "watch"]},
         {"apiGroups": [GROUP], "resources": ["nodefeaturegroups/status"], "verbs": ["patch", "update"]},
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get", "update"]},
     ], ns)
+    # The worker writes its node's NodeFeature in its own namespace and reads its own Pod (to make the
+    # DaemonSet the NodeFeature's owner); it never deletes one (upstream's chart also grants delete).
     objs += _rbac("nfd-worker", [
-        {"apiGroups": [GROUP], "resources": ["nodefeatures"], "verbs": ["create", "get", "update", "delete"]},
+        {"apiGroups": [GROUP], "resources": ["nodefeatures"], "verbs": ["create", "get", "update"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
     ], ns, cluster=False)
     objs.append({"apiVersion": "v1", "kind": "ConfigMap",
