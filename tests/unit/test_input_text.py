@@ -87,7 +87,8 @@ def test_a_line_break_in_any_string_input_is_refused_naming_the_variable(which, 
     var, kind, elements = INPUTS[which]
     options = list(shapes(var, kind, elements, before + brk + after))
     where, value = options[shape % len(options)]
-    if var in input_text.MULTI_LINE_VALUES and where not in ("mapping key", "key in a list item") \
+    if (var in input_text.MULTI_LINE_VALUES or var.startswith(input_text.MULTI_LINE_PREFIXES)) \
+            and where not in ("mapping key", "key in a list item") \
             and set(brk) <= set(input_text.MULTI_LINE):
         return  # multi-line text allowed here: test_multi_line_values_cannot_add_documents
     found = errors_for(var, value)
@@ -138,6 +139,8 @@ def test_messages_never_repeat_the_value():
     ("gpu_operator_values_overrides", {"devicePlugin": {"config": {"data": {"extra": "version: v1\nflags: {}\n"}}}}),
     ("nvidia_container_toolkit_repo_key_content", "-----BEGIN PGP PUBLIC KEY BLOCK-----\r\n\r\nmQINBF\n-----END\n"),
     ("gpu_pools_region", "eu-west-1 ünïcode ok"),
+    # an AWX textarea answer: YAML, parsed by roles/gpufleet_survey into gpufleet_gpu_pools (checked as such)
+    ("gpufleet_survey_gpu_pools", "- name: solo\n  gpu_type: l4\n"),
 ])
 def test_one_line_text_and_the_allowed_multi_line_values_pass(var, value):
     assert errors_for(var, value) == []

@@ -37,6 +37,9 @@ MULTI_LINE_VALUES = {
     "k8s_apply_objects": "Kubernetes objects, written through the YAML dumper",
     "nvidia_container_toolkit_repo_key_content": "an ASCII-armored key",
 }
+# AWX survey answers (textarea questions hold YAML lists and mappings): roles/gpufleet_survey parses them
+# into the variables they stand for, which this check then reads like any other input.
+MULTI_LINE_PREFIXES = ("gpufleet_survey_",)
 TOP_LEVEL = (("platform", "gpufleet_platform"), ("cluster_name", "gpufleet_cluster_name"),
              ("addons_mode", "gpufleet_addons_mode"), ("pools", "gpufleet_gpu_pools"))
 _NAMES = {"\n": "line feed", "\r": "carriage return", "\t": "tab", "\x0b": "vertical tab", "\x0c": "form feed",
@@ -111,7 +114,7 @@ def input_errors(params):
     out = []
     extra = params.get("extra") or {}
     for var in sorted(extra, key=str):
-        allowed = MULTI_LINE if var in MULTI_LINE_VALUES else ""
+        allowed = MULTI_LINE if var in MULTI_LINE_VALUES or str(var).startswith(MULTI_LINE_PREFIXES) else ""
         out += walk_errors(var, extra[var], allowed)
     for key, var in TOP_LEVEL:
         if var not in extra and key in params:
