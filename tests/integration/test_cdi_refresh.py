@@ -11,12 +11,12 @@ import sys
 
 import pytest
 
-from systemd_node import (DEBIAN12_DRIVER, TOOLKIT_PINNED, converge, podman, podman_inventory, remove, shell_of, start,
+from systemd_node import (per_worker, DEBIAN12_DRIVER, TOOLKIT_PINNED, converge, podman, podman_inventory, remove, shell_of, start,
                          standin_toolkit_repo)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
-NODE = "gpufleet-i15-cdi"
+NODE = per_worker("gpufleet-i15-cdi")
 SPEC = "/etc/cdi/nvidia.yaml"
 RECORD = "/var/lib/gpufleet/cdi-nvidia-driver-version"
 LIB = "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so."

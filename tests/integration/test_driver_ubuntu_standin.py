@@ -19,11 +19,11 @@ import sys
 
 import pytest
 
-from systemd_node import converge, podman_inventory, remove, shell_of, standin_apt_node
+from systemd_node import per_worker, converge, podman_inventory, remove, shell_of, standin_apt_node
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
-NODE = "gpufleet-i15-ubuntu-standin"
+NODE = per_worker("gpufleet-i15-ubuntu-standin")
 OS_RELEASE = """PRETTY_NAME="Ubuntu 24.04.1 LTS (gpufleet STAND-IN)"
 NAME="Ubuntu"
 VERSION_ID="24.04"

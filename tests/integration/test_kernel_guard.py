@@ -17,11 +17,11 @@ import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_host import (
     apt_kernel_plan)
-from systemd_node import converge, podman_inventory, remove, shell_of, standin_apt_node
+from systemd_node import per_worker, converge, podman_inventory, remove, shell_of, standin_apt_node
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
-NODE = "gpufleet-i15-kernel"
+NODE = per_worker("gpufleet-i15-kernel")
 KERNEL = os.uname()[2]
 BUILD = r"""set -e
 mkdir -p /srv/kernel && cd /tmp

@@ -19,12 +19,12 @@ import sys
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.filter.nvidia_driver import nvidia_driver_container
-from systemd_node import (DEBIAN12_DRIVER, apt_install, node_stage_inventory, podman, remove, shell_of, start,
+from systemd_node import (per_worker, DEBIAN12_DRIVER, apt_install, node_stage_inventory, podman, remove, shell_of, start,
                          standin_toolkit_repo)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
-NODE = "gpufleet-i15-nosystemd"
+NODE = per_worker("gpufleet-i15-nosystemd")
 PROBE = os.path.join(ROOT, "roles", "nvidia_driver", "files", "probe.sh")
 # Everything the stage could change: files under /etc and /var/lib/gpufleet, and the package database.
 SNAPSHOT = ("find /etc /var/lib/gpufleet -xdev \\( -type f -o -type l \\) 2>/dev/null | sort | xargs -r sha256sum 2>/dev/null;"

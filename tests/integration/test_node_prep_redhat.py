@@ -19,11 +19,11 @@ import sys
 
 import pytest
 
-from systemd_node import apt_install, converge, podman, podman_inventory, remove, shell_of, start
+from systemd_node import per_worker, apt_install, converge, podman, podman_inventory, remove, shell_of, start
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
-NODE = "gpufleet-i15-rocky-standin"
+NODE = per_worker("gpufleet-i15-rocky-standin")
 OS_RELEASE = """NAME="Rocky Linux"
 VERSION="9.4 (Blue Onyx)"
 ID="rocky"
