@@ -282,3 +282,78 @@ def test_transient_filter_reads_k8s_info_resources():
     assert namespace_transient_problem([], "gpu_validate_namespace", VALIDATE) == ""
     assert "exists and gpufleet did not create it" in namespace_transient_problem(
         [USERS], "gpu_validate_namespace", VALIDATE)
+
+
+# ------------------------------------------------------------------------------------------------
+# A gpufleet namespace two components share: deleted with the last component that has objects there
+# ------------------------------------------------------------------------------------------------
+
+def parent(component, namespaces):
+    """An ApplySet parent Secret as module_utils/apply_tree.py writes it."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.apply_tree import parent_object
+    return parent_object(component, [("", "ConfigMap")], namespaces)
+
+
+MONITORING = "cluster/gpu-monitoring"
+CREATED_BY_MONITORING = live({nso.CREATED_BY: MONITORING})
+
+SHARED = [
+    # (case, live Namespace, the parents in gpufleet-system, Namespace deleted?, a fragment of the warning)
+    ("ours, another component still has objects there", OURS,
+     [parent(COMPONENT, ["team-a"]), parent(MONITORING, ["team-a"])], False,
+     "Namespace team-a is kept: gpufleet's cluster/gpu-monitoring still has objects there (the namespace goes with "
+     "the last of them); only cluster/dcgm-exporter's objects there are removed"),
+    ("ours, the other component uses other namespaces", OURS,
+     [parent(COMPONENT, ["team-a"]), parent(MONITORING, ["team-b"])], True,
+     "Namespace team-a is deleted with everything in it: gpufleet created it (annotation"),
+    ("ours, no records at all", OURS, [], True, "is deleted with everything in it"),
+    ("another component's, which still uses it", CREATED_BY_MONITORING,
+     [parent(COMPONENT, ["team-a"]), parent(MONITORING, ["team-a"])], False,
+     "Namespace team-a is kept: gpufleet's cluster/gpu-monitoring still has objects there"),
+    ("another component's, which no longer uses it: the last user deletes it", CREATED_BY_MONITORING,
+     [parent(COMPONENT, ["team-a"])], True,
+     "Namespace team-a is deleted with everything in it: gpufleet created it (gpufleet's cluster/gpu-monitoring, "
+     "which no longer uses it)"),
+    ("a user's, whatever the records say", USERS, [parent(COMPONENT, ["team-a"])], False,
+     "gpufleet did not create it"),
+]
+
+
+@pytest.mark.parametrize("case, live_ns, parents, deleted, fragment", SHARED, ids=[c[0] for c in SHARED])
+def test_shared_namespace_goes_with_its_last_user(case, live_ns, parents, deleted, fragment):
+    out, said = nso.decide([NS, CM], {"team-a": live_ns}, COMPONENT, "absent", nso.namespace_users(parents))
+    assert (NS in out) is deleted
+    assert len(said) == 1 and fragment in said[0], said
+
+
+def test_guard_reads_the_records_only_to_delete_a_gpufleet_namespace():
+    asked = []
+
+    def get(path, query=None):
+        asked.append((path, query))
+        if path.endswith("/secrets"):
+            return {"items": [parent(MONITORING, ["team-a"])]}
+        return OURS
+    out, said = nso.guard(get, COMPONENT, [NS, CM], "absent")
+    assert asked == [("/api/v1/namespaces/team-a", None),
+                     ("/api/v1/namespaces/gpufleet-system/secrets",
+                      {"labelSelector": "applyset.kubernetes.io/id,app.kubernetes.io/managed-by=gpufleet"})]
+    assert out == [CM] and "still has objects there" in said[0]
+    asked[:] = []
+    nso.guard(get, COMPONENT, [NS, CM], "present")
+    assert asked == [("/api/v1/namespaces/team-a", None)]
+
+
+def test_prune_keeps_a_namespace_another_component_still_uses():
+    def get(path, query=None):
+        assert path == "/api/v1/namespaces/gpufleet-system/secrets"
+        return {"items": [parent(COMPONENT, ["team-a"]), parent(MONITORING, ["team-a"])]}
+    assert nso.prunable([OURS, CM], COMPONENT, get) == [CM]
+
+    def unused(path, query=None):
+        return {"items": [parent(COMPONENT, ["team-a"]), parent(MONITORING, ["team-b"])]}
+    assert nso.prunable([OURS, CM], COMPONENT, unused) == [OURS, CM]
+
+    def never(path, query=None):
+        raise AssertionError("no Namespace of its own among the candidates: nothing to read")
+    assert nso.prunable([USERS, CM], COMPONENT, never) == [CM]

@@ -129,9 +129,11 @@ def needed_labels(obj, live):
                 if not k.startswith("app.kubernetes.io/") and have.get(k) != v)
 
 
-def decide(objects, lives, component, state):
+def decide(objects, lives, component, state, users=None):
     """(objects to apply or delete, warnings) for one component's ``objects``; ``lives`` maps each rendered
-    Namespace's name to its live object (None: absent). Objects other than Namespaces pass unchanged."""
+    Namespace's name to its live object (None: absent). ``users`` ({component: namespaces its ApplySet records},
+    see :func:`namespace_users`; None: not known) keeps a gpufleet namespace that another component still uses.
+    Objects other than Namespaces pass unchanged."""
     out, notes = [], []
     for obj in objects:
         if not _is_namespace(obj):
@@ -154,27 +156,58 @@ def decide(objects, lives, component, state):
                     % (name, CREATED_BY, component,
                        (" Its Pod Security labels are your responsibility: %s needs %s on it"
                         % (component, ", ".join("%s=%s" % kv for kv in missing.items()))) if missing else ""))
-        elif status in (OURS, LEGACY):
+            continue
+        others = sorted(c for c, spaces in (users or {}).items() if c != component and name in spaces)
+        if status == NEW:
+            out.append(obj)  # nothing to delete; deleting a missing object changes nothing
+        elif status == FOREIGN:
+            notes.append("Namespace %s is kept with everything else in it: gpufleet did not create it (no annotation "
+                         "%s); only %s's objects there are removed" % (name, CREATED_BY, component))
+        elif others:
+            notes.append("Namespace %s is kept: gpufleet's %s still has objects there (the namespace goes with the "
+                         "last of them); only %s's objects there are removed" % (name, ", ".join(others), component))
+        elif status == OTHER and users is None:
+            notes.append("Namespace %s is kept with everything else in it: gpufleet's %s created it; only %s's "
+                         "objects there are removed" % (name, creator, component))
+        else:
             out.append(obj)
             how = ("annotation %s: %s" % (CREATED_BY, creator)) if status == OURS else \
+                ("gpufleet's %s, which no longer uses it" % creator) if status == OTHER else \
                 "an earlier gpufleet version: label %s=%s, no other field manager" % (MANAGED_BY_KEY, FIELD_MANAGER)
             notes.append("Namespace %s is deleted with everything in it: gpufleet created it (%s)" % (name, how))
-        elif status == NEW:
-            out.append(obj)  # nothing to delete; deleting a missing object changes nothing
-        else:
-            notes.append("Namespace %s is kept with everything else in it: %s; only %s's objects there are removed"
-                         % (name, ("gpufleet's %s created it" % creator) if status == OTHER
-                            else "gpufleet did not create it (no annotation %s)" % CREATED_BY, component))
     return out, notes
+
+
+def namespace_users(parents):
+    """{component: set of namespaces} from the live ApplySet parent Secrets gpufleet keeps (module_utils/
+    apply_tree.py parent_object: annotations gpufleet.io/component and applyset.kubernetes.io/additional-namespaces)."""
+    users = {}
+    for parent in parents or []:
+        notes = (parent.get("metadata") or {}).get("annotations") or {}
+        component = notes.get("gpufleet.io/component")
+        if component:
+            spaces = [n for n in (notes.get("applyset.kubernetes.io/additional-namespaces") or "").split(",") if n]
+            users.setdefault(component, set()).update(spaces)
+    return users
 
 
 def guard(get, component, objects, state):
     """The hook of the tree apply: reads each rendered Namespace with ``get(path)`` (the live object, or None
-    when it does not exist; errors propagate, nothing is applied then) and returns :func:`decide`'s
+    when it does not exist; errors propagate, nothing is applied then) and, to delete one gpufleet created, the
+    ApplySet parents in gpufleet-system (which components still have objects in it); returns :func:`decide`'s
     (objects, warnings)."""
     names = sorted(set(_name(o) for o in objects if _is_namespace(o)))
     lives = dict((name, get("/api/v1/namespaces/%s" % name)) for name in names)
-    return decide(objects, lives, component, state)
+    users = None
+    if state == "absent" and any(owner(live, component)[0] in (OURS, LEGACY, OTHER) for live in lives.values()):
+        users = _read_users(get)
+    return decide(objects, lives, component, state, users)
+
+
+def _read_users(get):
+    found = get("/api/v1/namespaces/%s/secrets" % RECORDS_NAMESPACE,
+                {"labelSelector": "applyset.kubernetes.io/id,%s=%s" % (MANAGED_BY_KEY, FIELD_MANAGER)})
+    return namespace_users((found or {}).get("items"))
 
 
 def transient_problem(var, live, component):
@@ -193,6 +226,10 @@ def transient_problem(var, live, component):
             "(kubectl delete namespace %s). Nothing was changed on the cluster." % (var, name, who, name))
 
 
-def prunable(candidates, component):
-    """The prune candidates (live objects) without the Namespaces this component may not delete."""
-    return [c for c in candidates if not _is_namespace(c) or owner(c, component)[0] in (OURS, LEGACY)]
+def prunable(candidates, component, get=None):
+    """The prune candidates (live objects) without the Namespaces this component may not delete: ones it did
+    not create, and (read with ``get`` when given) ones another component's ApplySet still records objects in."""
+    mine = [c for c in candidates if _is_namespace(c) and owner(c, component)[0] in (OURS, LEGACY)]
+    users = _read_users(get) if mine and get else {}
+    used = set(n for c, spaces in users.items() if c != component for n in spaces)
+    return [c for c in candidates if not _is_namespace(c) or (any(c is m for m in mine) and _name(c) not in used)]
