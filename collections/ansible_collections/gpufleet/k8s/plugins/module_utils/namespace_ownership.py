@@ -24,12 +24,15 @@ deleted with ``<role>_state: absent``, it takes everything there with it. So:
   created by this component    applied, annotation kept             deleted, and the run says so
   made by gpufleet before the  applied, annotation added (adopted)  deleted, and the run says so
   annotation existed [1]_
-  created by another gpufleet  left as it is (not applied)          kept
+  created by another gpufleet  left as it is (not applied)          kept while its creator uses it [2]_
   component
   anyone else's                left as it is; a warning names the   kept, with everything else in it; only
                                labels the add-on needs there        the component's own objects are removed
   ===========================  ===================================  =========================================
 
+  .. [2] a namespace of gpufleet's that several components share goes with the last of them: on delete (and in
+     the ApplySet prune) it is kept while another component's ApplySet parent (gpufleet-system) records objects
+     in it, whoever created it.
   .. [1] no annotation, the label ``app.kubernetes.io/managed-by: gpufleet``, and no field manager but
      ``gpufleet`` in ``metadata.managedFields``: a Namespace created by a server-side apply of gpufleet
      (older versions) has exactly that; one created by anyone else carries its creator's entry (the API
