@@ -141,3 +141,28 @@ def test_a_namespace_an_older_gpufleet_created_is_adopted_then_deleted(cp, tmp_p
     rc, out = dcgm(cp, tmp_path, "-e", "dcgm_exporter_namespace=" + ns, "-e", "dcgm_exporter_state=absent")
     assert rc == 0, out[-4000:]
     assert namespace(cp, ns) is None
+
+
+def test_a_namespace_two_components_share_goes_with_the_last_of_them(cp, tmp_path):
+    ns = "gpu-shared"
+    both = ["-e", '{"dcgm_exporter_namespace": "%s", "gpu_monitoring_namespace": "%s", '
+                  '"gpu_monitoring_enabled": true}' % (ns, ns)]
+    rc, out = dcgm(cp, tmp_path, *both)
+    assert rc == 0, out[-4000:]
+    assert namespace(cp, ns)["metadata"]["annotations"][CREATED_BY] == "cluster/dcgm-exporter"
+    assert ("ConfigMap", "gpufleet-gpu-dashboard") in gpufleet_objects(cp, ns)
+
+    # the creator goes, the dashboard stays: the namespace is kept
+    rc, out = dcgm(cp, tmp_path, *both + ["-e", "dcgm_exporter_state=absent"])
+    assert rc == 0, out[-4000:]
+    assert "Namespace gpu-shared is kept: gpufleet's cluster/gpu-monitoring still has objects there" in flat(out), \
+        flat(out)[-3000:]
+    assert namespace(cp, ns) is not None
+    assert gpufleet_objects(cp, ns) == [("ConfigMap", "gpufleet-gpu-dashboard")]
+
+    # the last user goes: the namespace goes with it
+    rc, out = dcgm(cp, tmp_path, *both + ["-e", "dcgm_exporter_state=absent", "-e", "gpu_monitoring_state=absent"])
+    assert rc == 0, out[-4000:]
+    assert "Namespace gpu-shared is deleted with everything in it: gpufleet created it (gpufleet's " \
+           "cluster/dcgm-exporter, which no longer uses it)" in flat(out), flat(out)[-3000:]
+    assert namespace(cp, ns) is None
