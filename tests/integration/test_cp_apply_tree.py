@@ -87,6 +87,9 @@ def test_dropped_pool_is_pruned_after_check_lists_it_and_a_handmade_lookalike_su
                   ["EC2NodeClass/%s" % o["metadata"]["name"] for o in cp.items(CLASSES)
                    if "train-h100" in o["metadata"]["name"]])
     assert listed == want, out[-4000:]
+    # said without --diff too
+    assert "check mode: would delete what provision/karpenter applied by gpufleet earlier and no longer rendered" \
+        in flat(out), out[-4000:]
     assert "handmade" not in out
     assert versions(cp) == before
 

@@ -105,3 +105,21 @@ def test_callback_is_documented():
     text = " ".join(proc.stdout.split())
     assert "compiled once per run" in text
     assert "UNDOCUMENTED" not in proc.stdout
+
+
+class _Task:
+    def __init__(self, action):
+        self.action = action
+
+
+def test_the_kubernetes_client_is_imported_when_the_cluster_is_first_reached_and_only_then():
+    """Apply mode: the callback imports the client when gpufleet.k8s.cluster_access starts (workers forked later
+    inherit it); any other task - all a render-mode run has - imports nothing."""
+    from ansible_collections.gpufleet.k8s.plugins.callback import preload_filters as pf
+    callback = pf.CallbackModule()
+    callback.v2_playbook_on_task_start(_Task("gpufleet.k8s.render_manifests"), False)
+    assert "client" not in callback.warmed
+    callback.v2_playbook_on_task_start(_Task("gpufleet.k8s.cluster_access"), False)
+    assert "client" in callback.warmed
+    assert pf.warm_cluster_client() == list(pf.CLIENT_MODULES)
+    assert pf.warm_cluster_client(("no_such_module_for_gpufleet",)) == []

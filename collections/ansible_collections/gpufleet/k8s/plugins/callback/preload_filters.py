@@ -20,6 +20,10 @@ description:
   - This callback loads the gpufleet.k8s filter plugins in the controller process when the playbook
     starts. Workers are forked from it and find the loaded modules in C(sys.modules), so each file is
     compiled once per run.
+  - In apply mode, when the task C(gpufleet.k8s.cluster_access) starts (stages include it in apply mode
+    only), it also imports the kubernetes Python client (about half a second) in the controller, so that
+    the Kubernetes tasks that run in their worker (C(gpufleet.k8s.cluster_access),
+    C(gpufleet.k8s.k8s_apply_tree)) find it loaded; render mode never pays for it.
   - It prints nothing and changes no result. A filter file that fails to load is left to the task
     that uses it, which reports the error as it would without this callback.
 requirements:
@@ -77,6 +81,20 @@ def warm_controller_side(collection=COLLECTION):
     return warmed
 
 
+# What a worker running gpufleet's in-process Kubernetes modules imports (modules/k8s_apply_tree.py).
+CLIENT_MODULES = ("kubernetes.client", "ansible_collections.kubernetes.core.plugins.module_utils.k8s.client")
+
+
+def warm_cluster_client(modules=CLIENT_MODULES):
+    """Import the Kubernetes client in the controller process; the names imported ([] when it fails)."""
+    import importlib  # pylint: disable=import-outside-toplevel
+
+    try:
+        return [importlib.import_module(name).__name__ for name in modules]
+    except Exception:  # pylint: disable=broad-except  # the task that needs it reports the real error
+        return []
+
+
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "aggregate"
@@ -91,3 +109,9 @@ class CallbackModule(CallbackBase):
     def v2_playbook_on_start(self, playbook):
         self.filters = preload()
         self.warmed = warm_controller_side()
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        # sent before the task's workers are forked: they, and every later worker, inherit the client
+        if getattr(task, "action", None) in ("gpufleet.k8s.cluster_access", "cluster_access") \
+                and "client" not in self.warmed and warm_cluster_client():
+            self.warmed.append("client")

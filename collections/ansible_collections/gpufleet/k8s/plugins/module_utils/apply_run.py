@@ -416,6 +416,10 @@ def run_tree(server, component, objects, state="present", check_mode=False, diff
                 return _failed(dict(out, diff=job.diffs), problem)
             out["pruned"] = [tree.label(r["item"]) for r in pruned if r.get("changed")]
             out["changed"] = out["changed"] or bool(out["pruned"])
+            if out["pruned"]:  # said without --diff too: a deletion is never silent
+                out.setdefault("warnings", []).append("%s %s applied by gpufleet earlier and no longer rendered: %s" % (
+                    "check mode: would delete what" if check_mode else "deleted what", component,
+                    ", ".join(out["pruned"])))
             if not check_mode:
                 if keep:
                     gks, namespaces = tree.scope(keep, parent_namespace)

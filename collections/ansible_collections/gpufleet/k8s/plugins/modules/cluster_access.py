@@ -55,13 +55,6 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import access_problem, connection_args
 
-try:
-    import kubernetes
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-    IMPORT_ERROR = None
-except ImportError as exc:
-    IMPORT_ERROR = exc
-
 
 def argspec():
     spec = connection_args(None)
@@ -69,13 +62,19 @@ def argspec():
     return spec
 
 
-def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+def run(module):
+    """The module's work on ``module`` (an AnsibleModule, or the in-process stand-in of the action plugin when
+    the task runs on the controller). The client is imported here, not with the file: the controller loads
+    this file in render mode too (plugins/callback/preload_filters.py imports it before an apply-mode run
+    reaches this task, so the worker finds it loaded)."""
     conn = connection_args(module.params)
     shown = {k: v for k, v in conn.items() if k in ("kubeconfig", "context", "host")}
-    if IMPORT_ERROR is not None:
+    try:
+        import kubernetes
+        from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+    except ImportError as exc:
         module.fail_json(msg=access_problem("Failed to import the required Python library (kubernetes): %s"
-                                            % IMPORT_ERROR, shown))
+                                            % exc, shown))
     try:
         client = get_api_client(**conn)
         response = kubernetes.client.VersionApi(client.client.client).get_code(_request_timeout=30, _preload_content=False)
@@ -84,6 +83,10 @@ def main():
         module.fail_json(msg=access_problem(getattr(exc, "msg", None) or str(exc), shown))
     module.exit_json(changed=False, version={"major": version.get("major"), "minor": version.get("minor"),
                                              "gitVersion": version.get("gitVersion")})
+
+
+def main():
+    run(AnsibleModule(argument_spec=argspec(), supports_check_mode=True))
 
 
 if __name__ == "__main__":
