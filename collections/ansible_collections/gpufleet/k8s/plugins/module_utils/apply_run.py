@@ -409,7 +409,8 @@ def run_tree(server, component, objects, state="present", check_mode=False, diff
         try:
             gks, namespaces = tree.union_scope(parent, keep, parent_namespace)
             listed = _members(server, gks, sorted(set(namespaces) | {parent_namespace}), set_id, workers)
-            doomed = namespace_ownership.prunable(tree.prune_candidates(listed, keep, set_id), component)
+            doomed = namespace_ownership.prunable(tree.prune_candidates(listed, keep, set_id), component,
+                                                  server.get)
             pruned = job.delete(doomed)
             problem = apply_problem(pruned, component + " (prune)")
             if problem:
