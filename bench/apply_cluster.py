@@ -11,6 +11,7 @@ Per round, on two fresh control planes (A for gpufleet, B for kubectl):
 Ratios: first / (render + k-first) and no-op / (render + k-no-op); the issue's target is <= 2 for both.
 
     .venv/bin/python bench/apply_cluster.py [--inventory inventories/example] [--rounds 3] [--json out.json]
+    .venv/bin/python bench/apply_cluster.py --stage provision --platform eks --pools 200   # generated inventory
 
 The machine is shared: the script prints each round as it goes, then medians.
 """
@@ -32,10 +33,15 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 from controlplane import ControlPlane, binary  # noqa: E402  (tests/ on the path first)
 
 
+STAGE = {"stage": "cluster"}
+CRDS = {"eks": ["karpenter.sh_nodepools.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml", "karpenter.sh_nodeclaims.yaml"],
+        "gke": ["cloud.google.com_computeclasses.yaml"]}
+
+
 def playbook(build, kubeconfig, inventory, apply):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
-    cmd = [os.path.join(BIN, "ansible-playbook"), "playbooks/cluster.yml", "-i", inventory,
+    cmd = [os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % STAGE["stage"], "-i", inventory,
            "-e", "gpufleet_build_dir=%s" % build, "-e", "dcgm_exporter_service_monitor=false"]
     if apply:
         cmd += ["-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_kubeconfig=%s" % kubeconfig]
@@ -50,7 +56,9 @@ def playbook(build, kubeconfig, inventory, apply):
 
 def manifests(build):
     out = []
-    for dirpath, _dirs, files in sorted(os.walk(os.path.join(build, "cluster"))):
+    for dirpath, _dirs, files in sorted(os.walk(os.path.join(build, STAGE["stage"]))):
+        if os.path.basename(dirpath) in ("examples", "nodes"):  # never applied
+            continue
         out += [os.path.join(dirpath, n) for n in sorted(files) if n[:2].isdigit() and n.endswith(".yaml")]
     return out
 
@@ -73,13 +81,16 @@ def ordered(files):
     return sorted(files, key=lambda f: 0 if "namespace" in os.path.basename(f).lower() else 1)
 
 
-def one_round(inventory):
+def one_round(inventory, crds):
     tmp = tempfile.mkdtemp(prefix="gpufleet-bench-apply-")
     a = ControlPlane(os.path.join(tmp, "a"), full=False)
     b = ControlPlane(os.path.join(tmp, "b"), full=False)
     try:
         a.start()
         b.start()
+        if crds:
+            a.install_crds(crds)
+            b.install_crds(crds)
         row = {}
         row["render"], _ = playbook(os.path.join(tmp, "render"), None, inventory, apply=False)
         files = ordered(manifests(os.path.join(tmp, "render")))
@@ -102,10 +113,21 @@ def main():
     parser.add_argument("--inventory", default="inventories/example")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json")
+    parser.add_argument("--stage", choices=["cluster", "provision"], default="cluster")
+    parser.add_argument("--platform", choices=sorted(CRDS), help="generate an inventory of --pools pools")
+    parser.add_argument("--pools", type=int, default=200)
     args = parser.parse_args()
+    STAGE["stage"] = args.stage
+    crds = []
+    if args.platform:
+        sys.path.insert(0, os.path.join(ROOT, "bench"))
+        from render_scale import inventory as generated  # pylint: disable=import-outside-toplevel
+        args.inventory = os.path.join(tempfile.mkdtemp(prefix="gpufleet-bench-inv-"), "inv")
+        generated(args.inventory, args.platform, args.pools)
+        crds = CRDS[args.platform]
     rows = []
     for i in range(args.rounds):
-        row = one_round(args.inventory)
+        row = one_round(args.inventory, crds)
         rows.append(row)
         print("round %d: %s" % (i + 1, ", ".join("%s %s" % (k, round(v, 2) if isinstance(v, float) else v)
                                                  for k, v in row.items())), flush=True)
