@@ -22,6 +22,9 @@ bash scripts/harness-setup.sh || exit 1
 # the test control plane (etcd, kube-apiserver, controller-manager, scheduler, KWOK, helm) from the Go
 # module proxy, cached per version in ~/.cache/gpufleet/controlplane: minutes cold, a second when cached
 bash scripts/controlplane-build.sh build >/dev/null || exit 1
+# checkov for tests/integration/test_checkov_baseline.py, in its own venv (it pins packaging<24, which the
+# locked ansible-core cannot use), cached under ~/.cache/gpufleet: about a minute cold, a second when cached
+bash scripts/checkov.sh --version >/dev/null || exit 1
 if [ -f tests/schemas/package.json ]; then
   (cd tests/schemas && { [ -d node_modules ] && [ node_modules/.stamp -nt package-lock.json ] || { npm ci --no-audit --no-fund --silent && touch node_modules/.stamp; }; }) || exit 1
 fi
