@@ -79,7 +79,7 @@ class Server(object):
         api_exception, http_error = self._errors
         try:
             if hasattr(self.client, "param_serialize"):  # kubernetes >= 33: requests built, status not checked
-                method, url, headers, body, _ = self.client.param_serialize(
+                method, url, headers, body, _post_params = self.client.param_serialize(
                     method=method, resource_path=path, query_params=list((query or {}).items()),
                     header_params=headers, body=body, auth_settings=["BearerToken"])
                 response = self.client.rest_client.request(method, url, headers=headers, body=body,

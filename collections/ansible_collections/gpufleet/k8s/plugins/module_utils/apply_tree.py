@@ -67,7 +67,7 @@ def gk_text(gk):
 
 
 def parse_gk(text):
-    kind, _, group = text.partition(".")
+    kind, _dot, group = text.partition(".")
     return (group, kind)
 
 
