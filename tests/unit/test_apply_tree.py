@@ -150,9 +150,14 @@ def test_a_parent_of_another_tool_is_refused():
 @pytest.mark.parametrize("text, error", [("[1]", "must hold a list of objects"), ("{", "is not JSON"),
                                          ('{"a": 1}', "must hold a list of objects")])
 def test_objects_json_refusals(text, error):
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.render import objects_from_json
     with pytest.raises(GpufleetError, match=error):
-        t.objects_from_json(text)
-    assert t.objects_from_json('[{"kind": "A"}]') == [{"kind": "A"}]
+        objects_from_json(text)
+    assert objects_from_json('[{"kind": "A"}]') == [{"kind": "A"}]
+    # ansible-core 2.18 hands the decoded list when the JSON text reads as a Python literal
+    assert objects_from_json([{"kind": "A"}]) == [{"kind": "A"}]
+    with pytest.raises(GpufleetError, match="must hold a list of objects"):
+        objects_from_json([1])
 
 
 @pytest.mark.parametrize("live, ready", [

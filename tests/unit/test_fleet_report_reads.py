@@ -70,6 +70,12 @@ def test_cluster_reads_returns_the_nodes_as_read_and_cut_down_pods():
     assert out == {"nodes": [node], "pods": [report_pod(POD)]}
 
 
+def test_a_skipped_read_render_mode_gives_nothing():
+    # ansible-core 2.18 templates the report task's vars in render mode too, where the read is skipped
+    assert cluster_reads(read({"skipped": True}, {"skipped": True})) == {"nodes": [], "pods": []}
+    assert cluster_reads({"skipped": True, "results": []}) == {"nodes": [], "pods": []}
+
+
 @pytest.mark.parametrize("results,message", [
     (read({"resources": []}, {"failed": True, "msg": "Failed to get client due to (403) Forbidden"}),
      "the report could not read the cluster (Pod: Failed to get client due to (403) Forbidden); "

@@ -32,9 +32,7 @@ __metaclass__ = type
 import base64
 import copy
 import hashlib
-import json
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 
 FIELD_MANAGER = "gpufleet"
 PARENT_NAMESPACE = "gpufleet-system"
@@ -209,17 +207,6 @@ def foreign_parent(parent):
     if tooling and tooling.split("/", 1)[0] != TOOLING.split("/", 1)[0]:
         return "its applyset is managed by %s, not gpufleet" % tooling
     return ""
-
-
-def objects_from_json(text):
-    """The list of objects ``objects_json`` holds; GpufleetError (what is wrong) otherwise."""
-    try:
-        objects = json.loads(text)
-    except ValueError as exc:
-        raise GpufleetError("objects_json is not JSON: %s" % exc)
-    if not isinstance(objects, list) or not all(isinstance(item, dict) for item in objects):
-        raise GpufleetError("objects_json must hold a list of objects (mappings), got %s" % type(objects).__name__)
-    return objects
 
 
 ROLLOUT = (("apps", "Deployment"), ("apps", "DaemonSet"), ("apps", "StatefulSet"))

@@ -80,8 +80,13 @@ def cluster_reads(results):
     Pod (its results in that order), the Pods cut down by :func:`report_pod`. The read runs without a log
     (Pod specs) and its failure is ignored there, so a read that failed is raised here with the client's message."""
     items = (results or {}).get("results") if isinstance(results, dict) else None
+    if isinstance(results, dict) and results.get("skipped") and not items:
+        return {"nodes": [], "pods": []}
     if not isinstance(items, list) or len(items) != 2:
         raise GpufleetError("fleet_report_cluster: the input must be the registered k8s_info loop over [Node, Pod]")
+    if all(isinstance(r, dict) and r.get("skipped") for r in items):
+        # render mode skips the read; ansible-core 2.18 templates the task's vars even when unused
+        return {"nodes": [], "pods": []}
     failed = {}  # message -> the kinds it failed for (one message, said once)
     for r in items:
         if not isinstance(r.get("resources"), list):

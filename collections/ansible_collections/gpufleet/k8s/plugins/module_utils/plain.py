@@ -46,7 +46,7 @@ def plain(value):
             return [_lazy_item(value, index, raw) for index, raw in enumerate(list.__iter__(value))]
         return [plain(v) for v in value]
     if isinstance(value, str):
-        return str(value)
+        return str.__str__(value)  # exact str: 2.18's AnsibleUnsafeText returns itself from str()
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
@@ -107,7 +107,7 @@ def _template_free_copy_general(value, depth):
     if isinstance(value, str):
         if "{" in value:
             raise _MayBeTemplate()
-        return str(value)
+        return str.__str__(value)  # exact str: 2.18's AnsibleUnsafeText returns itself from str()
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):

@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import os
 import re
 
@@ -108,3 +109,20 @@ def plan_render(dest, objects, header=None):
             if MANAGED_NAME.match(name) and name not in wanted:
                 removes.append(name)
     return wanted, writes, removes
+
+
+def objects_from_json(value):
+    """The list of objects ``objects_json`` holds; GpufleetError (what is wrong) otherwise.
+
+    ansible-core 2.18 turns a templated text that reads as a Python literal (JSON without true, false or
+    null) into the list itself before the module sees it: a list is taken as it is."""
+    if isinstance(value, (list, tuple)):
+        objects = list(value)
+    else:
+        try:
+            objects = json.loads(value)
+        except (TypeError, ValueError) as exc:
+            raise GpufleetError("objects_json is not JSON: %s" % exc)
+    if not isinstance(objects, list) or not all(isinstance(item, dict) for item in objects):
+        raise GpufleetError("objects_json must hold a list of objects (mappings), got %s" % type(objects).__name__)
+    return objects

@@ -48,8 +48,9 @@ options:
   objects_json:
     description:
       - The same list as one JSON text (the C(gpufleet.k8s.objects_json) filter makes it); Ansible copies every
-        node of a list argument, a string as it is.
-    type: str
+        node of a list argument, a string as it is. ansible-core 2.18 may hand the decoded list instead; it
+        is accepted as well.
+    type: raw
   state:
     description: C(present) applies, C(absent) deletes.
     type: str
@@ -122,7 +123,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.gpufleet.k8s.plugins.module_utils.apply_run import Server, run_tree
 from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import apply_problem, connection_args
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.apply_tree import objects_from_json
+from ansible_collections.gpufleet.k8s.plugins.module_utils.render import objects_from_json
 
 
 def _api_client(params):
@@ -140,7 +141,7 @@ def argspec():
     spec = dict(
         component=dict(type="str", required=True),
         objects=dict(type="list", elements="dict"),
-        objects_json=dict(type="str"),
+        objects_json=dict(type="raw"),
         state=dict(type="str", choices=["present", "absent"], default="present"),
         prune=dict(type="bool", default=True),
         applyset_namespace=dict(type="str", default="gpufleet-system"),

@@ -43,7 +43,8 @@ options:
       - The same list as one JSON text (the C(gpufleet.k8s.objects_json) filter makes it).
       - Meant for hundreds of objects. Ansible walks and copies every value of a list argument before the
         task runs, which then costs more than the render; a string is passed as it is.
-    type: str
+      - ansible-core 2.18 may hand the decoded list instead of the text; it is accepted as well.
+    type: raw
     version_added: "0.2.0"
   header:
     description:
@@ -84,14 +85,14 @@ removed:
   elements: str
 """
 
-import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pod_spec_rules import object_problems
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import file_diffs, plan_render, write_planned
+from ansible_collections.gpufleet.k8s.plugins.module_utils.render import (
+    file_diffs, objects_from_json, plan_render, write_planned)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
 
 
@@ -99,20 +100,9 @@ def argspec():
     return dict(
         dest=dict(type="path", required=True),
         objects=dict(type="list", elements="dict"),
-        objects_json=dict(type="str"),
+        objects_json=dict(type="raw"),
         header=dict(type="str", default=""),
     )
-
-
-def objects_from_json(text):
-    """The list of objects ``objects_json`` holds; GpufleetError (what is wrong) otherwise."""
-    try:
-        objects = json.loads(text)
-    except ValueError as exc:
-        raise GpufleetError("objects_json is not JSON: %s" % exc)
-    if not isinstance(objects, list) or not all(isinstance(item, dict) for item in objects):
-        raise GpufleetError("objects_json must hold a list of objects (mappings), got %s" % type(objects).__name__)
-    return objects
 
 
 def module_objects(module):

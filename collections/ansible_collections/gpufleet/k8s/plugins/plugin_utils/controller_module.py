@@ -48,7 +48,8 @@ def plain(value):
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, text_type):
-        return text_type(value)
+        # an exact str: ansible-core 2.18's AnsibleUnsafeText returns itself from str()
+        return text_type.__str__(value)
     if isinstance(value, binary_type):
         return value.decode("utf-8", "surrogateescape")
     if isinstance(value, int):
@@ -56,7 +57,7 @@ def plain(value):
     if isinstance(value, float):
         return float(value)
     if isinstance(value, Mapping):
-        return dict((text_type(k), plain(v)) for k, v in value.items())
+        return dict((plain(k) if isinstance(k, text_type) else text_type(k), plain(v)) for k, v in value.items())
     if isinstance(value, (list, tuple, Set)):
         return [plain(v) for v in value]
     if isinstance(value, (datetime.date, datetime.time)):
