@@ -150,10 +150,10 @@ def test_check_mode_on_a_fresh_gke_dir_writes_nothing(tmp_path):
     assert not build.exists()
 
 
-def test_apply_mode_runs_gcloud_once_per_config_change(tmp_path):
+def test_apply_mode_runs_gcloud_once_per_config_change(tmp_path, control_plane):
     """gpufleet_apply: true on GKE Standard, provision stage only, with a stand-in gcloud that
-    records its argv (no Google Cloud API here). A pool without compute_class keeps the
-    cluster API out of the run."""
+    records its argv (no Google Cloud API here). The pool has no compute_class; the stage still reads
+    the cluster (the real test control plane) to prune ComputeClasses an earlier run applied."""
     record = tmp_path / "gcloud-calls"
     fake = tmp_path / "gcloud"
     fake.write_text("#!/bin/sh\necho \"$*\" >> %s\n" % record)
@@ -161,7 +161,8 @@ def test_apply_mode_runs_gcloud_once_per_config_change(tmp_path):
     build = tmp_path / "gke"
     pools = [{"name": "train-a100", "gpu_type": "a100-40gb", "gpus_per_node": 2, "capacity_types": ["spot"],
               "zones": ["us-central1-a", "us-central1-b"], "max_nodes": 8}]
-    extra = json.dumps({"gpufleet_apply": True, "gpu_pools_gcloud_command": str(fake), "gpufleet_gpu_pools": pools})
+    extra = json.dumps({"gpufleet_apply": True, "gpu_pools_gcloud_command": str(fake), "gpufleet_gpu_pools": pools,
+                        "gpufleet_k8s_kubeconfig": control_plane.kubeconfig})
     nap = build / "provision" / "gke" / "autoprovisioning.yaml"
 
     rc, out = run_site(str(build), "--check", "-e", extra, playbook="playbooks/provision.yml", inventory="inventories/gke")
@@ -179,7 +180,8 @@ def test_apply_mode_runs_gcloud_once_per_config_change(tmp_path):
     assert len(record.read_text().splitlines()) == 1
 
     pools[0]["max_nodes"] = 4
-    extra = json.dumps({"gpufleet_apply": True, "gpu_pools_gcloud_command": str(fake), "gpufleet_gpu_pools": pools})
+    extra = json.dumps({"gpufleet_apply": True, "gpu_pools_gcloud_command": str(fake), "gpufleet_gpu_pools": pools,
+                        "gpufleet_k8s_kubeconfig": control_plane.kubeconfig})
     rc, out = run_site(str(build), "-e", extra, playbook="playbooks/provision.yml", inventory="inventories/gke")
     assert rc == 0, out[-3000:]
     assert len(record.read_text().splitlines()) == 2
