@@ -3,12 +3,12 @@
 # systemd images (no registry exists here), containerd for config validation, dpkg-dev for the
 # local stand-in apt repository, openssh-client for the tests that reach a container over SSH,
 # prometheus for its promtool (the alert rules are checked and unit-tested with it), chromium to
-# look at the fleet report page in a real headless browser.
+# look at the fleet report page in a real headless browser, gnupg to make throwaway signing keys.
 # Idempotent and cached: an image that exists is reused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need_pkgs=(podman runc fuse-overlayfs slirp4netns uidmap debootstrap containerd dpkg-dev shellcheck openssh-client prometheus chromium)
+need_pkgs=(podman runc fuse-overlayfs slirp4netns uidmap debootstrap containerd dpkg-dev shellcheck openssh-client prometheus chromium gnupg)
 missing=()
 for p in "${need_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
