@@ -43,3 +43,20 @@ class Problems:
 def one_of(values):
     """Render allowed values for a message: ``one of: a, b, c``."""
     return "one of: " + ", ".join(str(v) for v in values)
+
+
+def kind_of(value):
+    """How a message names the type of ``value`` (never a Python class name)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    return "a %s value" % type(value).__name__

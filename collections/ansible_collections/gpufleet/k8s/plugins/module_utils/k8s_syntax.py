@@ -20,7 +20,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, one_of
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, kind_of as _kind, one_of
 from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import NODE_NAME_VAR, node_names
 from ansible_collections.gpufleet.k8s.plugins.module_utils.namespace_ownership import reserved_problem
 
@@ -83,22 +83,6 @@ IAM_ROLE_MAX = 64
 def bool_vars():
     """Every variable declared ``type: bool`` in a role's meta/argument_specs.yml."""
     return role_specs.bool_vars()
-
-
-def _kind(value):
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str):
-        return "a string"
-    return type(value).__name__
 
 
 def dns_label_error(value):

@@ -16,7 +16,7 @@ import copy
 import difflib
 import re
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems, one_of
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems, kind_of as _kind, one_of
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import (
     GKE_PLATFORMS, GPU_TYPES, MIG_CAPABLE, gpu_type_names)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mig import MIG_PROFILES
@@ -67,23 +67,6 @@ POOL_DEFAULTS = {
 POOL_KEYS = tuple(sorted(set(POOL_DEFAULTS) | {"name", "gpu_type", "taints"}))
 # Keys a pool cannot do without: a misspelling of one is named with the key it was meant to be.
 REQUIRED_POOL_KEYS = ("name", "gpu_type")
-
-
-def _kind(value):
-    """How a message names the type of ``value`` (never a Python class name)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str):
-        return "a string"
-    return "a %s value" % type(value).__name__
 
 
 def closest_key(key, known):
