@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.awx_survey import (
-    STAGE_QUESTIONS, answer_variables, parse_answers, readme_variables, serial_batches, stage_survey_options,
+    STAGE_QUESTIONS, answer_variables, parse_answers, serial_batches, stage_survey_options,
     survey_spec, survey_variable, workflow_survey_spec)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 
@@ -89,11 +89,24 @@ def test_a_question_about_an_undocumented_variable_is_refused():
         survey_spec("site", {})
 
 
-def test_readme_main_variables_are_read():
-    found = readme_variables("| `gpufleet_allow_reboot` | `false` (default): ... |\n| x | y |\n")
-    assert list(found) == ["gpufleet_allow_reboot"]
-    with open(os.path.join(ROOT, "README.md")) as handle:
-        assert {"gpufleet_allow_reboot", "gpufleet_nodes_serial"} <= set(readme_variables(handle.read()))
+def test_survey_options_come_from_argument_specs_not_the_readme(tmp_path):
+    """The surveys read only the roles' argument specs (nothing reads README.md at run time): a
+    project copy whose README documents an extra variable gives the same options, and every
+    question's description is its option's description."""
+    import shutil
+    shutil.copytree(os.path.join(ROOT, "roles"), str(tmp_path / "roles"))
+    shutil.copytree(os.path.join(ROOT, "playbooks"), str(tmp_path / "playbooks"))
+    (tmp_path / "README.md").write_text("| `gpufleet_readme_only` | documented only here |\n"
+                                        "| `gpufleet_allow_reboot` | README text |\n")
+    for stage in STAGE_QUESTIONS:
+        options = stage_survey_options(str(tmp_path), stage)
+        assert "gpufleet_readme_only" not in options
+        assert options.get("gpufleet_allow_reboot", {}).get("description") != "README text"
+        spec = survey_spec(stage, options)
+        for (variable, _name, _kind, _direct), question in zip(STAGE_QUESTIONS[stage], spec["spec"]):
+            description = options[variable]["description"]
+            text = " ".join(description) if isinstance(description, list) else description
+            assert question["question_description"].startswith(text + " Leave empty"), question
 
 
 def test_workflow_survey_asks_each_variable_once():

@@ -22,8 +22,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
-
 from ansible_collections.gpufleet.k8s.plugins.module_utils.role_specs import stage_options
 from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import yaml
 
@@ -185,27 +183,11 @@ def parse_answers(answers):
     return variables, errors
 
 
-def readme_variables(readme_text):
-    """{variable: description} from the README's "Main variables" table (project-wide inputs that
-    no single role owns, such as gpufleet_allow_reboot)."""
-    out = {}
-    for line in readme_text.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 2 and cells[0].startswith("`gpufleet_") and cells[0].endswith("`"):
-            out[cells[0].strip("`")] = {"description": cells[1], "type": "raw"}
-    return out
-
-
 def stage_survey_options(project_dir, stage):
-    """{variable: option} a stage's survey may ask about: the options of the roles the stage
-    playbook includes, then the README's main variables."""
-    options = dict(stage_options(project_dir, "playbooks/%s.yml" % stage))
-    readme = os.path.join(project_dir, "README.md")
-    if os.path.isfile(readme):
-        with open(readme) as handle:
-            for var, option in readme_variables(handle.read()).items():
-                options.setdefault(var, option)
-    return options
+    """{variable: option} a stage's survey may ask about: the argument-spec options of the roles the
+    stage playbook includes (project-wide inputs such as gpufleet_allow_reboot are options of the
+    gpufleet role's spec). Nothing is read from the README."""
+    return dict(stage_options(project_dir, "playbooks/%s.yml" % stage))
 
 
 def _batch(item, variable):

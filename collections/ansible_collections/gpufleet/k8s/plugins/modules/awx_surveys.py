@@ -20,8 +20,9 @@ description:
     would override the inventory. Answers that need a type (booleans, YAML/JSON lists and dicts)
     are asked as C(gpufleet_survey_*) variables; role C(gpufleet_survey) parses the non-empty ones
     into the real variables before preflight.
-  - A question may only ask about a variable that a role of the stage (its
-    C(meta/argument_specs.yml)) or the README's main variables table documents.
+  - A question may only ask about a variable that a role of the stage documents in its
+    C(meta/argument_specs.yml) (project-wide inputs are options of the C(gpufleet) role's spec);
+    the question's description is that option's description.
   - Reads files only; changes nothing.
 author:
   - gpufleet maintainers (@gpufleet)
