@@ -395,12 +395,6 @@ def test_preflight_runs_the_runtime_check_with_role_variable_names():
     assert run_preflight(params)[0] == []
 
 
-def test_readme_carries_the_preset_table():
-    here = os.path.dirname(os.path.abspath(__file__))
-    with open(os.path.join(here, "..", "..", "README.md")) as handle:
-        assert presets.table_markdown() in handle.read()
-
-
 # ---------------------------------------------------------------------------------------------
 # Issue 14: k3s / RKE2 without a template, and the server/agent service names.
 # ---------------------------------------------------------------------------------------------

@@ -90,12 +90,6 @@ def test_pods_name_the_runtime_class_exactly_when_nvidia_is_not_the_default(plat
     assert job["spec"]["template"]["spec"].get("runtimeClassName") == runtime_class
 
 
-def test_readme_states_the_gpu_access_table():
-    with open(os.path.join(ROOT, "README.md")) as handle:
-        readme = handle.read()
-    assert gpu_access.table_markdown() in readme
-
-
 # ---------------------------------------------------------------------------------------------
 # 3. MIG: profile vs GPU type, who partitions, the label, and what the node advertises.
 # ---------------------------------------------------------------------------------------------
@@ -251,7 +245,7 @@ def test_gke_sharing_gke_cannot_give_is_refused(platform, sharing, error):
 
 
 # ---------------------------------------------------------------------------------------------
-# 7. One coherent set of versions, and the README table generated from versions.py.
+# 7. One coherent set of versions (the table in docs/reference/tables.md: test_generated_docs.py).
 # ---------------------------------------------------------------------------------------------
 
 # What each GPU Operator chart ships, from NVIDIA's release notes / the chart's Chart.yaml
@@ -270,15 +264,6 @@ def test_standalone_images_are_the_pinned_charts_own():
         assert versions.IMAGES[name]["tag"].split("-ubuntu")[0] == tag, name
     # The OLM channel follows the chart's minor release.
     assert versions.OLM_PACKAGES["gpu_operator"]["channel"] == chart.rsplit(".", 1)[0]
-
-
-def test_readme_version_table_is_generated_from_versions_py():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils import versions
-    with open(os.path.join(ROOT, "roles", "nvidia_container_toolkit", "defaults", "main.yml")) as handle:
-        host_toolkit = yaml.safe_load(handle)["nvidia_container_toolkit_version"]
-    with open(os.path.join(ROOT, "README.md")) as handle:
-        readme = handle.read()
-    assert versions.table_markdown(host_toolkit) in readme
 
 
 def test_gke_operator_mode_with_sharing_is_a_warning_naming_the_pool():

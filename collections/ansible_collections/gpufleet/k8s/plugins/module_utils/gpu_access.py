@@ -192,7 +192,7 @@ ROW_ORDER = (
 
 
 def table_markdown():
-    """The README table: per platform and mode, what makes a pod get a GPU (generated, tested)."""
+    """The table in docs/reference/tables.md: per platform and mode, what makes a pod get a GPU (generated, tested)."""
     rows = ["| platform | mode | how a GPU pod gets its devices | set up by | the pod needs |", "|---|---|---|---|---|"]
     for platform, mode in ROW_ORDER:
         extra = {}

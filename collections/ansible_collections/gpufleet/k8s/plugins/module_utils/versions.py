@@ -11,7 +11,7 @@ digest of single images. The set below is the one GPU Operator chart v25.10.1 it
 release notes: device plugin / GFD v0.18.1, DCGM Exporter 4.4.2-4.7.0, Container Toolkit v1.18.1,
 MIG manager v0.13.1, default driver 580.105.08; NFD v0.18.2 as the chart's dependency), so the
 standalone and operator modes run the same component versions. ``table_markdown`` writes the
-README's version table from here (a test keeps them equal).
+the version table of docs/reference/tables.md from here (a test keeps them equal).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -33,7 +33,7 @@ CHARTS = {
 }
 
 # What the pinned chart deploys itself in operator mode (not overridden by gpufleet; listed for the
-# README table and for reviewers comparing with the standalone images above).
+# docs/reference/tables.md and for reviewers comparing with the standalone images above).
 OPERATOR_COMPONENTS = {
     "NVIDIA Container Toolkit (toolkit.version)": "v1.18.1",
     "NVIDIA MIG Manager (migManager.version)": "v0.13.1",
@@ -93,7 +93,7 @@ REGISTRY_PREFIX = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-
 
 
 def table_markdown(host_toolkit=None):
-    """The README's version table, generated from this file (``host_toolkit``: the
+    """The version table of docs/reference/tables.md, generated from this file (``host_toolkit``: the
     nvidia_container_toolkit role's default pin, read from the role by the caller)."""
     rows = ["| component | version | where |", "|---|---|---|"]
     chart = CHARTS["gpu_operator"]

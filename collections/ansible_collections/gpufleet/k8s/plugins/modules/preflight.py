@@ -38,7 +38,7 @@ options:
     default: standalone
   pools:
     description:
-      - The GPU pools (C(gpufleet_gpu_pools)), a list of mappings; see the project README for the format.
+      - The GPU pools (C(gpufleet_gpu_pools)), a list of mappings; see docs/gpu-pools.md for the format.
       - Taken as given (not converted to a list), so that a mapping or a text is refused by name.
     type: raw
     required: true
