@@ -500,6 +500,33 @@ class ControlPlane:
             self.wait(lambda: self.node_ready(name), 30, "Node %s Ready (KWOK)" % name)
         return self.get("/api/v1/nodes/" + name)
 
+    def add_nodes(self, names, gpu=None, labels=None, workers=16, ready_timeout=300):
+        """Many KWOK Nodes at once (created ``workers`` at a time), then wait until every one is Ready."""
+        from concurrent.futures import ThreadPoolExecutor
+        resources = {"cpu": "64", "memory": "512Gi", "pods": "110"}
+        if gpu:
+            resources["nvidia.com/gpu"] = str(gpu)
+
+        def one(name):
+            self.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {
+                "name": name, "labels": dict({"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                              "kubernetes.io/arch": "amd64"}, **(labels or {})),
+                "annotations": {KWOK_ANNOTATION: "fake"}},
+                "status": {"capacity": resources, "allocatable": resources}})
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(one, names))
+        wanted = set(names)
+
+        def all_ready():
+            ready = set()
+            for node in self.items("/api/v1/nodes"):
+                if node["metadata"]["name"] in wanted and any(
+                        c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions") or []) \
+                        and not any(t["key"] == "node.kubernetes.io/not-ready" for t in node["spec"].get("taints") or []):
+                    ready.add(node["metadata"]["name"])
+            return ready == wanted
+        self.wait(all_ready, ready_timeout, "%d Nodes Ready (KWOK)" % len(wanted), interval=1)
+
     def node_ready(self, name):
         """Ready, and the node lifecycle controller has lifted its not-ready taint (schedulable)."""
         node = self.get("/api/v1/nodes/" + name)

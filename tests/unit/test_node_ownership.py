@@ -226,3 +226,41 @@ def test_pool_filters_use_the_node_name_mapping():
 def test_prune_only_touches_nodes_gpufleet_owns_something_on():
     plans = plan_nodes(list(NODES.values()), [], prune=True)
     assert [p["name"] for p in plans] == ["gpu-b1"]
+
+
+def test_parallel_patches_one_node_failing_names_it_and_the_others_are_written():
+    """Patches go several at a time: a Node that keeps conflicting fails by name after the bounded retries,
+    the other Nodes are still written, and the message says how many were."""
+    store = Store(NODES.values())
+    api = FakeNodeApi(store)
+    real_patch = store.patch
+
+    def always_changing(name, patch):  # someone rewrites gpu-a2 before every gpufleet write
+        if name == "gpu-a2":
+            with store.lock:
+                store.bump("gpu-a2")
+        return real_patch(name, patch)
+
+    store.patch = always_changing
+    desired = [{"name": n, "host": n, "labels": TRAIN, "taints": [GPU_TAINT]} for n in ("gpu-a1", "gpu-a2", "cpu-1")]
+    with pytest.raises(GpufleetError) as err:
+        converge(api, desired, prune=False, retries=3, workers=4)
+    assert "Node gpu-a2 kept changing while gpufleet wrote it (4 conflicts)" in err.value.msg
+    assert "2 of 3 Nodes to change were written" in err.value.msg
+    assert [r[0] for r in store.requests].count("GET") == 3  # re-read after each of the 3 retried conflicts
+    for name in ("gpu-a1", "cpu-1"):
+        assert store.nodes[name]["metadata"]["labels"]["gpufleet.io/pool"] == "train"
+    assert "gpufleet.io/pool" not in store.nodes["gpu-a2"]["metadata"]["labels"]
+
+
+@pytest.mark.parametrize("workers", [1, 8])
+def test_sequential_and_parallel_writes_give_the_same_nodes(workers):
+    store = Store(NODES.values())
+    desired = [{"name": n, "host": n, "labels": TRAIN, "taints": [GPU_TAINT]} for n in ("gpu-a1", "gpu-a2", "cpu-1")]
+    plans = converge(FakeNodeApi(store), desired, workers=workers)
+    assert [p["name"] for p in plans] == ["gpu-a1", "gpu-a2", "cpu-1", "gpu-b1"]  # the planned order
+    assert all(p["changed"] for p in plans)
+    seq = Store(NODES.values())
+    converge(FakeNodeApi(seq), desired, workers=1)
+    strip = lambda nodes: {k: dict(v, metadata=dict(v["metadata"], resourceVersion=None)) for k, v in nodes.items()}  # noqa: E731
+    assert strip(store.nodes) == strip(seq.nodes)

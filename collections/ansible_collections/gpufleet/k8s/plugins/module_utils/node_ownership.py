@@ -29,6 +29,7 @@ __metaclass__ = type
 
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 
@@ -275,12 +276,36 @@ class Conflict(Exception):
     """The Node changed since it was read (HTTP 409)."""
 
 
-def converge(api, desired, prune=True, force=False, check_mode=False, retries=5):
-    """Read every Node once, refuse before writing if a Node is missing or a conflict exists, then
-    patch each Node that must change, re-reading and re-planning it on 409 Conflict.
+def _write(api, plan, want, force, retries):
+    """Patch one Node to its plan; on 409 Conflict read it again, plan again and retry (``retries`` times).
+    Returns the plan as written; raises GpufleetError naming the Node."""
+    attempt = 0
+    while plan["changed"]:
+        try:
+            api.patch_node(plan["name"], plan["patch"])
+            break
+        except Conflict:
+            attempt += 1
+            if attempt > retries:
+                raise GpufleetError("Node %s kept changing while gpufleet wrote it (%d conflicts); run again"
+                                    % (plan["name"], attempt))
+            host = plan.get("host")
+            plan = plan_node(api.get_node(plan["name"]), want.get("labels"), want.get("taints"), force=force)
+            plan["host"] = host
+            if plan["conflicts"]:
+                raise GpufleetError("; ".join(plan["conflicts"]), conflicts=plan["conflicts"])
+    return plan
+
+
+def converge(api, desired, prune=True, force=False, check_mode=False, retries=5, workers=8):
+    """Read every Node once (one list), refuse before writing if a Node is missing or a conflict exists,
+    then patch the Nodes that must change, ``workers`` at a time, re-reading and re-planning a Node on
+    409 Conflict (``retries`` times, then an error naming it).
 
     ``api`` has ``list_nodes() -> [node]``, ``get_node(name) -> node`` and
-    ``patch_node(name, merge_patch)`` (raising ``Conflict`` on 409). Returns the plans (as written)."""
+    ``patch_node(name, merge_patch)`` (raising ``Conflict`` on 409); it must allow calls from several
+    threads. Returns the plans (as written), in the order planned. When a Node cannot be written, the
+    other writes still finish and the error names every Node that failed and how many were written."""
     plans = plan_nodes(api.list_nodes(), desired, prune=prune, force=force)
     conflicts = [c for p in plans for c in p["conflicts"]]
     if conflicts:
@@ -289,23 +314,31 @@ def converge(api, desired, prune=True, force=False, check_mode=False, retries=5)
     if check_mode:
         return plans
     wants = {d["name"]: d for d in desired}
-    out = []
-    for plan in plans:
-        attempt = 0
-        while plan["changed"]:
-            try:
-                api.patch_node(plan["name"], plan["patch"])
-                break
-            except Conflict:
-                attempt += 1
-                if attempt > retries:
-                    raise GpufleetError("Node %s kept changing while gpufleet wrote it (%d conflicts); run again"
-                                        % (plan["name"], attempt))
-                want = wants.get(plan["name"]) or {}
-                host = plan.get("host")
-                plan = plan_node(api.get_node(plan["name"]), want.get("labels"), want.get("taints"), force=force)
-                plan["host"] = host
-                if plan["conflicts"]:
-                    raise GpufleetError("; ".join(plan["conflicts"]), conflicts=plan["conflicts"])
-        out.append(plan)
+    todo = [i for i, p in enumerate(plans) if p["changed"]]
+
+    def one(index):
+        plan = plans[index]
+        try:
+            return _write(api, plan, wants.get(plan["name"]) or {}, force, retries), None
+        except GpufleetError as exc:
+            return plan, exc
+        except Exception as exc:  # the client's own errors (connection, auth, API status) for this Node
+            return plan, GpufleetError("Node %s: %s" % (plan["name"], exc))
+
+    if len(todo) > 1 and workers > 1:
+        with ThreadPoolExecutor(max_workers=min(workers, len(todo))) as pool:
+            written = list(pool.map(one, todo))
+    else:
+        written = [one(i) for i in todo]
+    out = list(plans)
+    errors = []
+    for index, (plan, exc) in zip(todo, written):
+        if exc is None:
+            out[index] = plan
+        else:
+            errors.append(exc)
+    if errors:
+        raise GpufleetError("%s. %d of %d Nodes to change were written; run again once that is fixed"
+                            % ("; ".join(e.msg for e in errors), len(todo) - len(errors), len(todo)),
+                            failed=[e.msg for e in errors])
     return out

@@ -13,9 +13,11 @@ module: node_labels
 short_description: Set the labels and taints gpufleet owns on existing Nodes, keeping everyone else's
 version_added: "0.1.0"
 description:
-  - Reads every Node once, then writes each Node that must change with a JSON merge patch that
-    carries the C(resourceVersion) it read (the API server refuses it with 409 if the Node changed
-    in between; the module reads that Node again and recomputes, up to five times).
+  - Reads every Node once (one list request), then writes each Node that must change with a JSON merge
+    patch that carries the C(resourceVersion) it read (the API server refuses it with 409 if the Node
+    changed in between; the module reads that Node again and recomputes, up to five times). The
+    patches go O(workers) at a time; when a Node cannot be written the others still are, and the
+    error names each Node that failed.
   - Labels and taints not owned by gpufleet (kubelet, kube-controller-manager's cordon and NotReady
     taints, C(kubectl taint) by anyone) are kept; the taint list is rewritten with them in place.
   - What gpufleet owns is recorded on each Node in the annotation C(gpufleet.io/owned); only that is
@@ -58,6 +60,10 @@ options:
     description: Overwrite labels and taints someone else set to another value instead of failing.
     type: bool
     default: false
+  workers:
+    description: How many Node patches are in flight at once (1 writes one Node after the other).
+    type: int
+    default: 8
 extends_documentation_fragment:
   - gpufleet.k8s.attributes
   - gpufleet.k8s.k8s_connection
@@ -69,6 +75,8 @@ attributes:
 requirements:
   - kubernetes (Python client)
 notes:
+  - On the controller (a task on C(localhost) with the local connection) the module runs inside
+    Ansible's worker process, without starting a module interpreter.
   - Uses kubernetes.core's client setup, so the same connection options (and C(K8S_AUTH_*)
     environment variables) reach the same cluster as every kubernetes.core task.
 """
@@ -114,19 +122,26 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Gpuflee
 from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import (
     FIELD_MANAGER, Conflict, converge, plan_diff)
 
-try:
-    import kubernetes
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-    HAS_K8S = True
-except ImportError:
-    HAS_K8S = False
+
+def _api_client(params):
+    """The kubernetes ApiClient of the connection options (None without the client). Imported here: the
+    controller loads this module for every run, render mode included."""
+    try:
+        import kubernetes  # noqa: F401 pylint: disable=unused-import
+        from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+    except ImportError:
+        return None
+    return get_api_client(**connection_args(params)).client.client
 
 
 class NodeApi:
-    """list/get/patch Nodes through the kubernetes client, as plain dicts."""
+    """list/get/patch Nodes through the kubernetes client, as plain dicts (safe to call from several threads:
+    the client's connection pool is)."""
 
     def __init__(self, api_client):
+        import kubernetes
         self.core = kubernetes.client.CoreV1Api(api_client)
+        self.api_exception = kubernetes.client.exceptions.ApiException
 
     def list_nodes(self):
         return json.loads(self.core.list_node(_preload_content=False).data).get("items") or []
@@ -138,7 +153,7 @@ class NodeApi:
         try:
             self.core.patch_node(name, patch, field_manager=FIELD_MANAGER,
                                  _content_type="application/merge-patch+json", _preload_content=False)
-        except kubernetes.client.exceptions.ApiException as exc:
+        except self.api_exception as exc:
             if exc.status == 409:
                 raise Conflict(name)
             raise
@@ -151,20 +166,26 @@ def argspec():
             labels=dict(type="dict", default={}), taints=dict(type="list", elements="dict", default=[]))),
         prune=dict(type="bool", default=True),
         force_conflicts=dict(type="bool", default=False),
+        workers=dict(type="int", default=8),
     )
     spec.update(connection_args(None))
     return spec
 
 
-def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    if not HAS_K8S:
-        module.fail_json(msg=missing_required_lib("kubernetes"))
+def run(module):
+    """The module's work on ``module`` (an AnsibleModule, or the in-process stand-in of the action plugin)."""
     p = module.params
+    if p["workers"] < 1:
+        module.fail_json(msg="workers: must be 1 or more, got %s" % p["workers"])
     try:
-        client = get_api_client(**connection_args(p))
-        plans = converge(NodeApi(client.client.client), p["nodes"], prune=p["prune"], force=p["force_conflicts"],
-                         check_mode=module.check_mode)
+        client = _api_client(p)
+    except Exception as exc:  # the client's own errors (kubeconfig, connection): nothing was read or written
+        module.fail_json(msg="gpufleet could not read or write Nodes: %s" % exc)
+    if client is None:
+        module.fail_json(msg=missing_required_lib("kubernetes"))
+    try:
+        plans = converge(NodeApi(client), p["nodes"], prune=p["prune"], force=p["force_conflicts"],
+                         check_mode=module.check_mode, workers=p["workers"])
     except GpufleetError as exc:
         module.fail_json(msg=exc.msg, **exc.details)
     except Exception as exc:  # the client's own errors (connection, auth, API status)
@@ -181,6 +202,10 @@ def main():
     for note in result["notes"]:
         module.warn(note)
     module.exit_json(**result)
+
+
+def main():
+    run(AnsibleModule(argument_spec=argspec(), supports_check_mode=True))
 
 
 if __name__ == "__main__":
