@@ -8,7 +8,7 @@
 # Binaries are cached per version outside the repository, in $GPUFLEET_CP_CACHE (default
 # ~/.cache/gpufleet/controlplane/<name>-<version>-<hash of the wrapper module>/); a cached one is reused.
 # Prints the directory of each component as NAME=DIR lines on the last lines (tests/controlplane.py reads the
-# same layout). Cold build on the 2-core machine: see README (Tests).
+# same layout). Cold build on the 2-core machine: see docs/development/testing.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
