@@ -273,3 +273,55 @@ def test_gke_operator_mode_with_sharing_is_a_warning_naming_the_pool():
     assert any(w.startswith("gpufleet_gpu_pools[0].sharing: GKE shares and partitions GPUs through Google's")
                for w in warnings), warnings
     assert not any("GKE shares" in w for w in preflight("gke", "standalone", [pool])[1])
+
+
+# issue 28 section 2: gpufleet's node stage partitions a standalone MIG pool (sharing.mig_manager gpufleet)
+GPUFLEET_MIG = {"name": "mig-h200", "gpu_type": "h200-141gb", "gpus_per_node": 8, "max_nodes": 2,
+                "sharing": {"mode": "mig", "mig_strategy": "single", "mig_profile": "1g.18gb", "mig_manager": "gpufleet"}}
+
+
+def with_sharing(**changes):
+    pool = copy.deepcopy(GPUFLEET_MIG)
+    pool["sharing"].update(changes)
+    for key in [k for k, v in changes.items() if v is None]:
+        del pool["sharing"][key]
+    return pool
+
+
+@pytest.mark.parametrize("platform", ["kubeadm", "k3s", "rke2", "k0s", "microk8s"])
+def test_standalone_mig_partitioned_by_gpufleet_passes_on_self_managed_platforms(platform):
+    assert preflight(platform, "standalone", [GPUFLEET_MIG])[0] == []
+
+
+@pytest.mark.parametrize("platform, mode, pool, message", [
+    ("kubeadm", "standalone", with_sharing(mig_profile=None),
+     "gpufleet_gpu_pools[0].sharing.mig_profile: is required with mig_manager gpufleet: the node stage partitions "
+     "every GPU of the pool into it; use one of: 1g.18gb, 1g.35gb, 2g.35gb, 3g.71gb, 4g.71gb, 7g.141gb"),
+    ("kubeadm", "operator", GPUFLEET_MIG,
+     "gpufleet_gpu_pools[0].sharing.mig_manager: gpufleet with gpufleet_addons_mode=operator: the GPU Operator's MIG "
+     "manager partitions the GPUs"),
+    ("eks", "standalone", GPUFLEET_MIG,
+     "gpufleet_gpu_pools[0].sharing.mig_manager: gpufleet partitions MIG only on the hosts of self-managed clusters "
+     "(gpufleet_platform kubeadm, k3s, rke2, k0s, microk8s); on eks use one of"),
+    ("kubeadm", "standalone", with_sharing(mig_manager="mig-parted"),
+     "gpufleet_gpu_pools[0].sharing.mig_manager: 'mig-parted' is not allowed; use one of: gpufleet, or drop it"),
+    ("kubeadm", "standalone", with_sharing(mig_preconfigured=True),
+     "gpufleet_gpu_pools[0].sharing.mig_manager: gpufleet with mig_preconfigured: true: the GPUs are partitioned "
+     "either by you or by gpufleet"),
+    ("kubeadm", "standalone", with_sharing(mig_profile="1g.10gb"),
+     "gpufleet_gpu_pools[0].sharing.mig_profile: '1g.10gb' is not a MIG profile of gpu_type h200-141gb"),
+    ("kubeadm", "standalone", {"name": "p", "gpu_type": "l4", "sharing": {"mode": "none", "mig_manager": "gpufleet"}},
+     "gpufleet_gpu_pools[0].sharing.mig_manager: is only used with mode mig"),
+])
+def test_gpufleet_mig_refusals(platform, mode, pool, message):
+    errors = preflight(platform, mode, [pool])[0]
+    assert any(e.startswith(message) for e in errors), errors
+
+
+def test_gpufleet_mig_pool_gets_the_device_plugin_strategy_and_no_operator_label():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import pool_plugin_config
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_access import mig_config_label
+    assert pool_plugin_config(GPUFLEET_MIG)["flags"]["migStrategy"] == "single"
+    assert pool_plugin_config(with_sharing(mig_strategy="mixed"))["flags"]["migStrategy"] == "mixed"
+    assert mig_config_label(GPUFLEET_MIG) == {}
+    assert mig_config_label(with_sharing(mig_manager=None)) == {"nvidia.com/mig.config": "all-1g.18gb"}

@@ -108,7 +108,8 @@ def mig_config_label(pool):
     config) to every GPU of the node; GFD and the device plugin then report it. A pool with
     ``mig_preconfigured: true`` gets no label: its layout is the user's, nothing may change it."""
     sharing = pool.get("sharing") or {}
-    if sharing.get("mode") == "mig" and sharing.get("mig_profile") and not sharing.get("mig_preconfigured"):
+    if sharing.get("mode") == "mig" and sharing.get("mig_profile") and not sharing.get("mig_preconfigured") \
+            and not sharing.get("mig_manager"):
         return {MIG_CONFIG_LABEL: "all-%s" % sharing["mig_profile"]}
     return {}
 
@@ -135,6 +136,9 @@ def check_sharing(plan, extra, problems):
         sharing = pool.get("sharing") or {}
         var = "gpufleet_gpu_pools[%d].sharing" % i
         profiles = sorted(MIG_PROFILES.get(pool.get("gpu_type"), {}))
+        if sharing.get("mode") == "mig" and sharing.get("mig_manager") == "gpufleet":
+            _check_gpufleet_mig(var, platform, mode, sharing, profiles, problems)
+            continue
         if platform in GKE_PLATFORMS:
             if sharing.get("mode") == "mig":
                 if not sharing.get("mig_profile"):
@@ -175,12 +179,29 @@ def check_sharing(plan, extra, problems):
                            "(gpufleet has no host-side MIG partitioning; the MIG manager is part of the GPU "
                            "Operator), so the nodes would advertise whole GPUs or nothing and MIG pods stay "
                            "Pending; use one of: gpufleet_addons_mode: operator (the MIG manager applies "
-                           "nvidia.com/mig.config=all-<profile>), sharing.mig_preconfigured: true (you "
+                           "nvidia.com/mig.config=all-<profile>), sharing.mig_manager: gpufleet (the node "
+                           "stage partitions the GPUs, role gpu_mig), sharing.mig_preconfigured: true (you "
                            "partitioned the GPUs on the hosts yourself)")
         elif mode == "operator" and not sharing.get("mig_profile"):
             problems.error(var + ".mig_profile", "is required for MIG with gpufleet_addons_mode=operator: the MIG "
                            "manager partitions by the node label %s=all-<profile> (without it the GPUs stay "
                            "all-disabled); use %s" % (MIG_CONFIG_LABEL, one_of(profiles)))
+
+
+def _check_gpufleet_mig(var, platform, mode, sharing, profiles, problems):
+    """sharing.mig_manager gpufleet: the node stage (role gpu_mig) partitions the hosts' GPUs, which it
+    reaches only on self-managed platforms and in standalone mode (the operator's MIG manager would undo it)."""
+    if platform not in SELF_MANAGED:
+        problems.error(var + ".mig_manager", "gpufleet partitions MIG only on the hosts of self-managed clusters "
+                       "(gpufleet_platform %s); on %s use one of: gpufleet_addons_mode: operator, "
+                       "sharing.mig_preconfigured: true, or drop mig_manager" % (", ".join(SELF_MANAGED), platform))
+    elif mode == "operator":
+        problems.error(var + ".mig_manager", "gpufleet with gpufleet_addons_mode=operator: the GPU Operator's MIG "
+                       "manager partitions the GPUs (nvidia.com/mig.config) and would undo gpufleet's layout; use "
+                       "one of: gpufleet_addons_mode: standalone, or drop mig_manager")
+    if not sharing.get("mig_profile"):
+        problems.error(var + ".mig_profile", "is required with mig_manager gpufleet: the node stage partitions every "
+                       "GPU of the pool into it; use %s" % (one_of(profiles) if profiles else "a MIG profile"))
 
 
 ROW_ORDER = (

@@ -26,6 +26,8 @@ CLOUD_PLATFORMS = ("eks", "gke", "gke-autopilot")
 SELF_MANAGED_PLATFORMS = ("kubeadm", "k3s", "rke2", "k0s", "microk8s", "openshift")
 ADDONS_MODES = ("standalone", "operator", "none")
 SHARING_MODES = ("none", "time-slicing", "mps", "mig")
+# Who partitions a standalone MIG pool's GPUs on the hosts: gpufleet's node stage (role gpu_mig).
+MIG_MANAGERS = ("gpufleet",)
 MIG_STRATEGIES = ("single", "mixed")
 CAPACITY_TYPES = ("spot", "on-demand")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -164,10 +166,19 @@ def _validate_sharing(var, pool, problems, platform=None):
         if "mig_preconfigured" in sharing and not isinstance(sharing["mig_preconfigured"], bool):
             problems.error(var + ".mig_preconfigured", "%r is not a boolean; use one of: true, false"
                            % (sharing["mig_preconfigured"],))
-    elif "mig_preconfigured" in sharing:
-        problems.error(var + ".mig_preconfigured", "is only used with mode mig; use one of: mode mig, or drop it")
+        # issue 28: gpufleet's node stage partitions the GPUs (role gpu_mig); gpu_access checks the mode
+        manager = sharing.get("mig_manager")
+        if "mig_manager" in sharing and manager not in MIG_MANAGERS:
+            problems.error(var + ".mig_manager", "%r is not allowed; use %s, or drop it" % (manager, one_of(MIG_MANAGERS)))
+        elif manager is not None and sharing.get("mig_preconfigured") is True:
+            problems.error(var + ".mig_manager", "%s with mig_preconfigured: true: the GPUs are partitioned either by "
+                           "you or by gpufleet; use one of: mig_manager: %s, mig_preconfigured: true" % (manager, manager))
+    else:
+        for key in ("mig_preconfigured", "mig_manager"):
+            if key in sharing:
+                problems.error(var + "." + key, "is only used with mode mig; use one of: mode mig, or drop it")
     unknown = sorted(set(sharing) - {"mode", "replicas", "mig_strategy", "mig_profile", "rename_by_default",
-                                     "fail_requests_greater_than_one", "mig_preconfigured"})
+                                     "fail_requests_greater_than_one", "mig_preconfigured", "mig_manager"})
     if unknown:
         problems.error(var, "unknown key(s) %s" % ", ".join(unknown))
 
