@@ -30,8 +30,7 @@ def smoke_job(pool, platform, image, namespace, timeout, placement=None, runtime
     gives another fragment."""
     fragment = pool_placement(pool, platform, gpus=1, runtime_class=runtime_class)
     if placement is not None:
-        fragment = dict(placement, resources=fragment["resources"],
-                        **({"resourceClaims": fragment["resourceClaims"]} if "resourceClaims" in fragment else {}))
+        fragment = dict(placement, resources=fragment["resources"])
     pod_spec = {
         "restartPolicy": "Never",
         "securityContext": dict(RESTRICTED_POD),
@@ -44,7 +43,7 @@ def smoke_job(pool, platform, image, namespace, timeout, placement=None, runtime
     }
     if runtime_class:
         fragment.setdefault("runtimeClassName", runtime_class)
-    for key in ("nodeSelector", "affinity", "tolerations", "runtimeClassName", "resourceClaims"):
+    for key in ("nodeSelector", "affinity", "tolerations", "runtimeClassName"):
         if fragment.get(key):
             pod_spec[key] = fragment[key]
     return {
