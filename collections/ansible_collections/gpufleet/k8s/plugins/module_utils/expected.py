@@ -24,6 +24,8 @@ DRIVER_LABELS = ("nvidia.com/cuda.driver-version.full", "nvidia.com/cuda.driver.
 
 def expected_resources(pool):
     """{resource name: count} one node of ``pool`` must advertise as allocatable."""
+    if pool.get("allocation") == "dra":
+        return {}  # its GPUs are ResourceSlice devices, not extended resources (dra.py)
     gpus = int(pool.get("gpus_per_node") or 1)
     sharing = pool.get("sharing") or {"mode": "none"}
     mode = sharing.get("mode", "none")

@@ -111,6 +111,8 @@ def gpu_sharing(pool):
     """The ComputeClass ``gpu.gpuSharing`` of a pool's sharing mode, or None (no sharing)."""
     sharing = pool.get("sharing") or {}
     mode = sharing.get("mode")
+    if pool.get("allocation") == "dra":
+        return None  # the DRA driver shares (GpuConfig), not GKE's device plugin
     if mode in CLASS_STRATEGIES:
         return {"sharingStrategy": CLASS_STRATEGIES[mode], "maxSharedClientsPerGPU": int(sharing["replicas"])}
     if mode == "mig" and sharing.get("mig_profile"):

@@ -119,6 +119,8 @@ def gke_sharing_selector(pool):
     (or a ComputeClass) creates, and the scheduler picks, a node pool shared that way."""
     sharing = pool.get("sharing") or {}
     mode = sharing.get("mode")
+    if pool.get("allocation") == "dra":
+        return {}  # the DRA driver shares (GpuConfig), not GKE's device plugin
     if mode in GKE_STRATEGIES:
         return {GKE_SHARING_STRATEGY: GKE_STRATEGIES[mode], GKE_MAX_SHARED_CLIENTS: str(int(sharing["replicas"]))}
     if mode == "mig" and sharing.get("mig_profile"):

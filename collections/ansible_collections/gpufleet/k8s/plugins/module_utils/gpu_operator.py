@@ -111,7 +111,7 @@ def namespace_name(plan, s):
 
 def mig_strategy(plan):
     strategies = {(p.get("sharing") or {}).get("mig_strategy") for p in plan.get("pools") or []
-                  if (p.get("sharing") or {}).get("mode") == "mig"}
+                  if (p.get("sharing") or {}).get("mode") == "mig" and p.get("allocation") != "dra"}
     return "mixed" if "mixed" in strategies else "single"
 
 

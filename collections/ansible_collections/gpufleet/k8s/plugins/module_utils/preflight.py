@@ -29,6 +29,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import output_tree
 from ansible_collections.gpufleet.k8s.plugins.module_utils import runtime_removal
 from ansible_collections.gpufleet.k8s.plugins.module_utils import input_text
 from ansible_collections.gpufleet.k8s.plugins.module_utils import gitops
+from ansible_collections.gpufleet.k8s.plugins.module_utils import dra
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
@@ -49,6 +50,7 @@ CHECKS.append(output_tree.check)
 CHECKS.append(runtime_removal.check)
 CHECKS.append(input_text.check)
 CHECKS.append(gitops.check)
+CHECKS.append(dra.check)
 
 
 def run_preflight(params):

@@ -16,6 +16,7 @@ __metaclass__ = type
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import node_names
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_access import mig_config_label
+from ansible_collections.gpufleet.k8s.plugins.module_utils.dra import node_labels as dra_node_labels
 
 POOL_LABEL = "gpufleet.io/pool"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
@@ -27,6 +28,7 @@ def pool_node_labels(pool):
     ``nvidia.com/mig.config=all-<profile>``."""
     labels = {POOL_LABEL: pool["name"], DEVICE_PLUGIN_CONFIG_LABEL: pool["name"]}
     labels.update(mig_config_label(pool))
+    labels.update(dra_node_labels(pool))
     labels.update({str(k): str(v) for k, v in (pool.get("labels") or {}).items()})
     return labels
 

@@ -20,6 +20,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problem
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import (
     GKE_PLATFORMS, GPU_TYPES, MIG_CAPABLE, gpu_type_names)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mig import MIG_PROFILES
+from ansible_collections.gpufleet.k8s.plugins.module_utils.dra import check_pool as dra_check_pool
 
 PLATFORMS = ("eks", "gke", "gke-autopilot", "kubeadm", "k3s", "rke2", "k0s", "microk8s", "openshift")
 CLOUD_PLATFORMS = ("eks", "gke", "gke-autopilot")
@@ -62,6 +63,9 @@ POOL_DEFAULTS = {
     # karpenter.sh/do-not-disrupt pod annotation through the placement fragment
     "disruption_budgets": [],
     "do_not_disrupt": False,
+    # issue 28: device-plugin (nvidia.com/gpu extended resources) or dra (ResourceClaims, dra.py)
+    "allocation": "device-plugin",
+    "dra": {},
 }
 
 
@@ -89,9 +93,11 @@ def normalize_pool(pool):
     if isinstance(out.get("sharing") or {}, dict):
         sharing = dict(out.get("sharing") or {"mode": "none"})
         sharing.setdefault("mode", "none")
-        if sharing["mode"] in ("time-slicing", "mps"):
+        # a DRA pool shares through the driver's GpuConfig: the device plugin's defaults do not apply
+        plugin = out.get("allocation") != "dra"
+        if sharing["mode"] in ("time-slicing", "mps") and plugin:
             sharing.setdefault("replicas", 2)
-        if sharing["mode"] == "mig":
+        if sharing["mode"] == "mig" and plugin:
             sharing.setdefault("mig_strategy", "single")
         out["sharing"] = sharing
     if out.get("node_group") is None and isinstance(out.get("name"), str):
@@ -140,6 +146,18 @@ def _validate_sharing(var, pool, problems, platform=None):
     mode = sharing.get("mode")
     if mode not in SHARING_MODES:
         problems.error(var + ".mode", "%r is not allowed; use %s" % (mode, one_of(SHARING_MODES)))
+        return
+    if pool.get("allocation") == "dra":
+        # dra.check_pool names what the DRA driver does not take; MIG-capable type and profile below
+        if mode == "mig" and isinstance(pool.get("gpu_type"), str) and pool.get("gpu_type") in GPU_TYPES \
+                and pool.get("gpu_type") not in MIG_CAPABLE:
+            problems.error(var + ".mode", "MIG is not available on gpu_type %r; MIG-capable types are %s"
+                           % (pool.get("gpu_type"), one_of(MIG_CAPABLE)))
+        profile = sharing.get("mig_profile")
+        profiles = MIG_PROFILES.get(pool.get("gpu_type"))
+        if mode == "mig" and profile is not None and profiles and profile not in profiles:
+            problems.error(var + ".mig_profile", "%r is not a MIG profile of gpu_type %s; use %s"
+                           % (profile, pool.get("gpu_type"), one_of(sorted(profiles))))
         return
     if mode in ("time-slicing", "mps"):
         replicas = sharing.get("replicas")
@@ -286,6 +304,7 @@ def validate_pools(pools, platform, problems):
         if not isinstance(ca, str) or not DURATION.match(ca):
             problems.error(var + ".consolidate_after", "%r is not a duration; use e.g. 30s, 10m, 1h or Never" % (ca,))
         _validate_sharing(var + ".sharing", pool, problems, platform)
+        dra_check_pool(var, pool, problems)
 
 
 def _no_repeats(var, values, what, problems):

@@ -26,11 +26,20 @@ IMAGES = {
     "device_plugin": {"repository": "nvcr.io/nvidia/k8s-device-plugin", "tag": "v0.18.1", "digest": ""},
     "dcgm_exporter": {"repository": "nvcr.io/nvidia/k8s/dcgm-exporter", "tag": "4.4.2-4.7.0-ubuntu22.04", "digest": ""},
     "nfd": {"repository": "registry.k8s.io/nfd/node-feature-discovery", "tag": "v0.18.2", "digest": ""},
+    # NVIDIA's DRA Driver for GPUs (issue 28, pools with allocation: dra): the chart's own image, tag = the
+    # chart's appVersion (v-prefixed); one image runs the controller and both kubelet plugins.
+    "dra_driver": {"repository": "nvcr.io/nvidia/k8s-dra-driver-gpu", "tag": "v25.12.0", "digest": ""},
 }
 
 CHARTS = {
     "gpu_operator": {"name": "gpu-operator", "repo_url": "https://helm.ngc.nvidia.com/nvidia", "version": "v25.10.1"},
+    # chart versions of nvidia-dra-driver-gpu have no v prefix; 25.12.0 serves resource.k8s.io/v1
+    "dra_driver": {"name": "nvidia-dra-driver-gpu", "repo_url": "https://helm.ngc.nvidia.com/nvidia",
+                   "version": "25.12.0"},
 }
+# Listed in docs/dra.md (dra_table_markdown), not in the README's table (README.md is being split into
+# docs/ by another change; the DRA rows join that table there).
+DRA_ONLY = ("dra_driver",)
 
 # What the pinned chart deploys itself in operator mode (not overridden by gpufleet; listed for the
 # docs/reference/tables.md and for reviewers comparing with the standalone images above).
@@ -100,7 +109,7 @@ def table_markdown(host_toolkit=None):
     rows.append("| GPU Operator Helm chart | %s | `%s` (operator mode) |" % (chart["version"], chart["repo_url"]))
     rows.append("| GPU Operator OLM channel (OpenShift) | %s | `%s` |" % (
         OLM_PACKAGES["gpu_operator"]["channel"], OLM_PACKAGES["gpu_operator"]["package"]))
-    for name in sorted(IMAGES):
+    for name in sorted(n for n in IMAGES if n not in DRA_ONLY):
         img = IMAGES[name]
         rows.append("| %s image | %s | `%s` (standalone mode) |" % (name.replace("_", "-"), img["tag"], img["repository"]))
     for name in sorted(OPERATOR_COMPONENTS):
@@ -109,6 +118,17 @@ def table_markdown(host_toolkit=None):
         rows.append("| host NVIDIA Container Toolkit packages | %s | role `nvidia_container_toolkit` "
                     "(`nvidia_container_toolkit_version`) |" % host_toolkit)
     return "\n".join(rows)
+
+
+def dra_table_markdown():
+    """The DRA driver's pinned chart and image (docs/dra.md; a test keeps them equal)."""
+    chart = CHARTS["dra_driver"]
+    img = IMAGES["dra_driver"]
+    return "\n".join([
+        "| component | version | where |", "|---|---|---|",
+        "| NVIDIA DRA Driver for GPUs Helm chart (`%s`) | %s | `%s` (pools with `allocation: dra`) |"
+        % (chart["name"], chart["version"], chart["repo_url"]),
+        "| dra-driver image | %s | `%s` |" % (img["tag"], img["repository"])])
 
 
 def with_prefix(repository, prefix):

@@ -1,0 +1,418 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+"""Dynamic Resource Allocation (``resource.k8s.io/v1``) for GPU pools with ``allocation: dra``.
+
+A pool either has its GPUs advertised by the device plugin (``nvidia.com/gpu`` extended resources,
+the default) or published by NVIDIA's DRA Driver for GPUs (Helm chart ``nvidia-dra-driver-gpu``) as
+devices in ResourceSlices, which pods ask for through ResourceClaims. Never both on one node: the
+DRA pools' nodes carry ``gpufleet.io/gpu-allocation=dra``; the driver's kubelet plugin is selected
+onto exactly those nodes and the device plugin (standalone: node affinity; operator: the operator's
+``nvidia.com/gpu.deploy.device-plugin=false`` node label) is kept off them.
+
+Facts used (from the driver's documentation and source, and the Kubernetes API reference):
+driver name ``gpu.nvidia.com``; DeviceClasses ``gpu.nvidia.com`` (devices whose attribute ``type``
+is ``gpu``) and ``mig.nvidia.com`` (``type`` ``mig``), and for ComputeDomains
+``compute-domain-daemon.nvidia.com`` / ``compute-domain-default-channel.nvidia.com``; device
+attributes ``productName``, ``uuid``, ``architecture``, ``cudaComputeCapability``, ``profile`` (MIG),
+capacity ``memory``; GPU sharing through the opaque ``GpuConfig`` (``resource.nvidia.com/v1beta1``)
+with ``sharing.strategy`` ``TimeSlicing`` or ``MPS``. The API is GA (and served by default) from
+Kubernetes 1.34.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, kind_of, one_of
+from ansible_collections.gpufleet.k8s.plugins.module_utils.mig import MIG_PROFILES
+from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import CHARTS, image_ref, images, with_prefix
+
+ALLOCATIONS = ("device-plugin", "dra")
+DRIVER = "gpu.nvidia.com"
+GPU_CLASS = "gpu.nvidia.com"
+MIG_CLASS = "mig.nvidia.com"
+COMPUTE_DOMAIN_CLASSES = ("compute-domain-daemon.nvidia.com", "compute-domain-default-channel.nvidia.com")
+API_VERSION = "resource.k8s.io/v1"
+GPU_CONFIG_API = "resource.nvidia.com/v1beta1"
+SHARING_STRATEGIES = {"time-slicing": "TimeSlicing", "mps": "MPS"}
+TIME_SLICE_INTERVALS = ("Default", "Short", "Medium", "Long")
+# Node labels on a DRA pool's nodes (pool_node_labels): the kubelet plugin's nodeSelector, the device
+# plugin's exclusion, and the GPU Operator's own switch for its device plugin.
+ALLOCATION_LABEL = "gpufleet.io/gpu-allocation"
+OPERATOR_DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+MIN_KUBERNETES = (1, 34)
+VERSION_VAR = "gpufleet_kubernetes_version"
+EKS_VERSION_VAR = "gpu_pools_eks_kubernetes_version"
+SETTINGS_PREFIX = "nvidia_dra_driver_"
+CLAIM_NAME = "gpu"
+# Sharing keys of the device plugin that mean nothing to the DRA driver (it shares through GpuConfig).
+DEVICE_PLUGIN_ONLY_SHARING = ("replicas", "mig_strategy", "rename_by_default", "fail_requests_greater_than_one")
+DRA_KEYS = ("product_name", "min_memory_gb", "time_slice_interval", "mps_active_thread_percentage",
+            "claim_namespaces")
+# GKE installs the driver under /home/kubernetes/bin/nvidia (GKE's DRA guide: the chart with that root).
+DRIVER_ROOTS = {"gke": "/home/kubernetes/bin/nvidia"}
+VERSION = re.compile(r"^v?([0-9]+)\.([0-9]+)(\.[0-9]+)?([-+].*)?$")
+QUOTED = re.compile(r"^[^'\\\n]*$")
+
+
+def is_dra(pool):
+    return isinstance(pool, dict) and pool.get("allocation") == "dra"
+
+
+def dra_pools(pools):
+    return [p for p in pools or [] if is_dra(p)]
+
+
+def device_plugin_pools(pools):
+    return [p for p in pools or [] if isinstance(p, dict) and not is_dra(p)]
+
+
+def settings_defaults():
+    return {name[len(SETTINGS_PREFIX):]: value
+            for name, value in role_specs.defaults("nvidia_dra_driver", prefix=SETTINGS_PREFIX).items()}
+
+
+def settings(extra):
+    """The nvidia_dra_driver_* inputs (without the prefix) over the role's defaults."""
+    out = settings_defaults()
+    for key, value in (extra or {}).items():
+        if isinstance(key, str) and key.startswith(SETTINGS_PREFIX) and value is not None:
+            out[key[len(SETTINGS_PREFIX):]] = value
+    return out
+
+
+def parse_version(text):
+    """(major, minor) of a Kubernetes version text (``1.34``, ``v1.34.2``, ``1.35.1-gke.100``), or None."""
+    match = VERSION.match(str(text).strip()) if isinstance(text, (str, int, float)) and not isinstance(text, bool) \
+        else None
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def _cluster_version(platform, extra):
+    """(variable, value) the Kubernetes version of the cluster is read from."""
+    value = (extra or {}).get(VERSION_VAR)
+    if value not in (None, ""):
+        return VERSION_VAR, value
+    if platform == "eks":
+        return EKS_VERSION_VAR, (extra or {}).get(EKS_VERSION_VAR, role_specs.defaults(
+            "gpu_pools", prefix=EKS_VERSION_VAR).get(EKS_VERSION_VAR))
+    return VERSION_VAR, value
+
+
+# ------------------------------------------------------------------------------------------ checks
+def check_pool(var, pool, problems):
+    """Shape of ``allocation`` and ``dra`` of one (normalized) pool; spec.validate_pools calls it."""
+    allocation = pool.get("allocation")
+    if allocation not in ALLOCATIONS:
+        problems.error(var + ".allocation", "%r is not allowed; use %s" % (allocation, one_of(ALLOCATIONS)))
+        return
+    dra = pool.get("dra")
+    if not isinstance(dra, dict):
+        problems.error(var + ".dra", "must be a mapping (keys %s), got %s" % (", ".join(DRA_KEYS), kind_of(dra)))
+        return
+    if allocation != "dra":
+        if dra:
+            problems.error(var + ".dra", "is only used with allocation dra; use one of: allocation: dra, or drop it")
+        return
+    unknown = sorted(str(k) for k in dra if k not in DRA_KEYS)
+    if unknown:
+        problems.error(var + ".dra", "unknown key(s) %s; use %s" % (", ".join(unknown), one_of(DRA_KEYS)))
+    name = dra.get("product_name")
+    if name is not None and (not isinstance(name, str) or not name.strip() or not QUOTED.match(name)):
+        problems.error(var + ".dra.product_name", "%r is not allowed; use the productName the driver publishes, "
+                       "e.g. 'NVIDIA H100 80GB HBM3' (no quote, backslash or line break)" % (name,))
+    mem = dra.get("min_memory_gb")
+    if mem is not None and (isinstance(mem, bool) or not isinstance(mem, int) or mem < 1):
+        problems.error(var + ".dra.min_memory_gb", "%r is not allowed; use an integer >= 1 (GiB)" % (mem,))
+    namespaces = dra.get("claim_namespaces")
+    if namespaces is not None and (not isinstance(namespaces, list) or not all(
+            isinstance(n, str) and re.match(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", n) for n in namespaces)):
+        problems.error(var + ".dra.claim_namespaces", "%r is not allowed; use a list of namespace names" % (namespaces,))
+    sharing = pool.get("sharing") if isinstance(pool.get("sharing"), dict) else {}
+    mode = sharing.get("mode", "none")
+    given = sorted(k for k in DEVICE_PLUGIN_ONLY_SHARING if k in sharing)
+    if given:
+        problems.error(var + ".sharing", "%s only appl%s to the device plugin; a DRA pool shares through the "
+                       "driver's GpuConfig: use sharing.mode (%s) with dra.time_slice_interval or "
+                       "dra.mps_active_thread_percentage, or allocation: device-plugin"
+                       % (", ".join(given), "ies" if len(given) == 1 else "y", one_of(("none", "time-slicing",
+                                                                                          "mps", "mig"))))
+    interval = dra.get("time_slice_interval")
+    if interval is not None and (mode != "time-slicing" or interval not in TIME_SLICE_INTERVALS):
+        problems.error(var + ".dra.time_slice_interval", "%r is not allowed%s; use %s" % (
+            interval, "" if mode == "time-slicing" else " (sharing.mode is %s, not time-slicing)" % mode,
+            one_of(TIME_SLICE_INTERVALS)))
+    pct = dra.get("mps_active_thread_percentage")
+    if pct is not None and (mode != "mps" or isinstance(pct, bool) or not isinstance(pct, int) or not 1 <= pct <= 100):
+        problems.error(var + ".dra.mps_active_thread_percentage", "%r is not allowed%s; use an integer from 1 to 100"
+                       % (pct, "" if mode == "mps" else " (sharing.mode is %s, not mps)" % mode))
+    if mode == "mig" and not sharing.get("mig_profile"):
+        profiles = MIG_PROFILES.get(pool.get("gpu_type")) or {}
+        problems.error(var + ".sharing.mig_profile", "is required for a DRA pool with MIG: its claims ask the "
+                       "mig.nvidia.com class for that profile; use %s"
+                       % (one_of(sorted(profiles)) if profiles else "a MIG profile such as 1g.10gb"))
+
+
+def check(params, plan, problems):
+    """Preflight: the cluster-wide DRA settings, and what a DRA pool needs of the cluster."""
+    extra = params.get("extra") or {}
+    pools = [p for p in plan.get("pools") or [] if isinstance(p, dict)]
+    wanted = dra_pools(pools)
+    s = settings(extra)
+    for key in ("gpus_enabled", "compute_domains_enabled"):
+        if not isinstance(s.get(key), bool):
+            problems.error(SETTINGS_PREFIX + key, "%r is not a boolean; use one of: true, false" % (s.get(key),))
+    version = s.get("chart_version")
+    if not isinstance(version, str) or (version and not re.match(r"^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$",
+                                                                  version)):
+        problems.error(SETTINGS_PREFIX + "chart_version", "%r is not allowed; use a chart version such as %s "
+                       "(no v prefix), or empty for the pinned one" % (version, CHARTS["dra_driver"]["version"]))
+    if s.get("state") not in ("present", "absent"):
+        problems.error(SETTINGS_PREFIX + "state", "%r is not allowed; use one of: present, absent" % (s.get("state"),))
+    if not wanted:
+        return
+    platform = plan.get("platform")
+    if platform == "gke-autopilot":
+        problems.error("gpufleet_gpu_pools", "pool(s) %s use allocation dra, which GKE Autopilot does not offer for "
+                       "GPUs through a driver gpufleet installs; use allocation: device-plugin, or gpufleet_platform "
+                       "gke" % ", ".join(p["name"] for p in wanted))
+    if plan.get("addons_mode") == "none":
+        problems.error("gpufleet_addons_mode", "none installs no DRA driver, but pool(s) %s use allocation dra; use "
+                       "one of: standalone, operator (or allocation: device-plugin)"
+                       % ", ".join(p["name"] for p in wanted))
+    if s.get("gpus_enabled") is False:
+        problems.error(SETTINGS_PREFIX + "gpus_enabled", "false publishes no GPU, but pool(s) %s use allocation dra "
+                       "and claim GPUs; use true" % ", ".join(p["name"] for p in wanted))
+    var, value = _cluster_version(platform, extra)
+    parsed = parse_version(value) if value not in (None, "") else None
+    if value in (None, ""):
+        problems.error(var, "is not set, and pool(s) %s use allocation dra, which needs Kubernetes >= %d.%d "
+                       "(resource.k8s.io/v1); set it to the cluster's version, e.g. \"1.34\""
+                       % ((", ".join(p["name"] for p in wanted),) + MIN_KUBERNETES))
+    elif parsed is None:
+        problems.error(var, "%r is not a Kubernetes version; use e.g. \"1.34\"" % (value,))
+    elif parsed < MIN_KUBERNETES:
+        problems.error(var, "%s is below %d.%d: pool(s) %s use allocation dra, which needs resource.k8s.io/v1 "
+                       "(GA from Kubernetes 1.34); use \"1.34\" or later, or allocation: device-plugin"
+                       % ((value,) + MIN_KUBERNETES + (", ".join(p["name"] for p in wanted),)))
+
+
+# ------------------------------------------------------------------------------------------ helm values
+def driver_root(platform, s):
+    root = s.get("driver_root") or "auto"
+    if root != "auto":
+        return root
+    return DRIVER_ROOTS.get(platform, "/")
+
+
+def chart(s, chart_path=""):
+    out = dict(CHARTS["dra_driver"])
+    if s.get("chart_version"):
+        out["version"] = s["chart_version"]
+    if s.get("chart_repo_url"):
+        out["repo_url"] = s["chart_repo_url"]
+    out["path"] = chart_path or s.get("chart_path") or ""
+    return out
+
+
+def tolerations(pools):
+    out = []
+    for pool in dra_pools(pools):
+        for taint in pool.get("taints") or []:
+            item = {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}
+            if item not in out:
+                out.append(item)
+    return out
+
+
+def driver_values(plan, extra):
+    """Helm values of the nvidia-dra-driver-gpu release for ``plan`` (pools, platform) and the inventory
+    values ``extra`` (nvidia_dra_driver_*, gpufleet_registry_prefix, gpufleet_image_overrides,
+    gpufleet_image_pull_secrets)."""
+    s = settings(extra)
+    pools = plan.get("pools") or []
+    img = images((extra or {}).get("gpufleet_image_overrides"))["dra_driver"]
+    tag = img["tag"] + ("@" + img["digest"] if img.get("digest") else "")
+    gpus = bool(s.get("gpus_enabled"))
+    values = {
+        "nvidiaDriverRoot": driver_root(plan.get("platform"), s),
+        # the chart refuses resources.gpus.enabled without this acknowledgement (GPU part: tech preview)
+        "gpuResourcesEnabledOverride": gpus,
+        "resources": {"gpus": {"enabled": gpus},
+                      "computeDomains": {"enabled": bool(s.get("compute_domains_enabled"))}},
+        "image": {"repository": with_prefix(img["repository"], (extra or {}).get("gpufleet_registry_prefix") or ""),
+                  "tag": tag},
+        "kubeletPlugin": {
+            # exactly the DRA pools' nodes (the chart's default affinity asks for NFD/GFD labels, which
+            # a self-managed node may not have yet): null removes it
+            "nodeSelector": {ALLOCATION_LABEL: "dra"},
+            "affinity": None,
+            "tolerations": tolerations(pools),
+        },
+    }
+    secrets = (extra or {}).get("gpufleet_image_pull_secrets") or []
+    if secrets:
+        values["imagePullSecrets"] = [{"name": str(n)} for n in secrets]
+    return _merge(values, s.get("values_overrides") or {})
+
+
+def _merge(base, over):
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def image_reference(extra):
+    return image_ref("dra_driver", (extra or {}).get("gpufleet_registry_prefix") or "",
+                     (extra or {}).get("gpufleet_image_overrides"))
+
+
+# ------------------------------------------------------------------------------------------ claims
+def _cel_text(value):
+    return "'%s'" % value
+
+
+def selectors(pool, mig=False):
+    """CEL selectors for the pool's ``dra.product_name`` / ``dra.min_memory_gb`` (memory: whole GPUs)."""
+    dra = pool.get("dra") or {}
+    out = []
+    if dra.get("product_name"):
+        out.append({"cel": {"expression": "device.attributes['%s'].productName == %s"
+                            % (DRIVER, _cel_text(dra["product_name"]))}})
+    if dra.get("min_memory_gb") and not mig:
+        out.append({"cel": {"expression": "device.capacity['%s'].memory.compareTo(quantity('%dGi')) >= 0"
+                            % (DRIVER, dra["min_memory_gb"])}})
+    return out
+
+
+def _mode(pool):
+    return (pool.get("sharing") or {}).get("mode", "none")
+
+
+def gpu_counts(pool):
+    return sorted({1, pool["gpus_per_node"]})
+
+
+def template_name(pool, gpus=1):
+    mode = _mode(pool)
+    if mode == "mig":
+        return "%s-mig-%s" % (pool["name"], pool["sharing"]["mig_profile"])
+    if gpus == 1:
+        return "%s-gpu" % pool["name"]
+    return "%s-gpus-%d" % (pool["name"], gpus)
+
+
+def shared_claim_name(pool):
+    return "%s-shared-gpu" % pool["name"]
+
+
+def _request(pool, count, mig=False):
+    exactly = {"deviceClassName": MIG_CLASS if mig else GPU_CLASS, "allocationMode": "ExactCount", "count": count}
+    sel = selectors(pool, mig=mig)
+    if mig:
+        sel = [{"cel": {"expression": "device.attributes['%s'].profile == %s"
+                        % (DRIVER, _cel_text(pool["sharing"]["mig_profile"]))}}] + sel
+    if sel:
+        exactly["selectors"] = sel
+    return {"name": CLAIM_NAME, "exactly": exactly}
+
+
+def _sharing_config(pool):
+    mode = _mode(pool)
+    dra = pool.get("dra") or {}
+    sharing = {"strategy": SHARING_STRATEGIES[mode]}
+    if mode == "time-slicing" and dra.get("time_slice_interval"):
+        sharing["timeSlicingConfig"] = {"interval": dra["time_slice_interval"]}
+    if mode == "mps" and dra.get("mps_active_thread_percentage"):
+        sharing["mpsConfig"] = {"defaultActiveThreadPercentage": dra["mps_active_thread_percentage"]}
+    return [{"requests": [CLAIM_NAME], "opaque": {"driver": DRIVER, "parameters": {
+        "apiVersion": GPU_CONFIG_API, "kind": "GpuConfig", "sharing": sharing}}}]
+
+
+def _labels(pool):
+    return {"app.kubernetes.io/managed-by": "gpufleet", "gpufleet.io/pool": pool["name"]}
+
+
+def claim_objects(pool, namespace):
+    """What the pool's workloads in ``namespace`` claim: ResourceClaimTemplates for one GPU and for a
+    node's GPUs (whole-GPU pools), for one MIG device of the pool's profile (MIG pools); a shared pool
+    gets one ResourceClaim (its pods share the one GPU it allocates, time-sliced or through MPS, as the
+    GpuConfig says) and a template for pods that want the sharing config on a GPU of their own."""
+    if not is_dra(pool):
+        return []
+    mode = _mode(pool)
+    meta = lambda name: {"name": name, "namespace": namespace, "labels": _labels(pool)}  # noqa: E731
+    out = []
+    if mode == "mig":
+        out.append({"apiVersion": API_VERSION, "kind": "ResourceClaimTemplate", "metadata": meta(template_name(pool)),
+                    "spec": {"spec": {"devices": {"requests": [_request(pool, 1, mig=True)]}}}})
+        return out
+    if mode in SHARING_STRATEGIES:
+        devices = {"requests": [_request(pool, 1)], "config": _sharing_config(pool)}
+        out.append({"apiVersion": API_VERSION, "kind": "ResourceClaim", "metadata": meta(shared_claim_name(pool)),
+                    "spec": {"devices": devices}})
+        out.append({"apiVersion": API_VERSION, "kind": "ResourceClaimTemplate", "metadata": meta(template_name(pool)),
+                    "spec": {"spec": {"devices": dict(devices)}}})
+        return out
+    for count in gpu_counts(pool):
+        out.append({"apiVersion": API_VERSION, "kind": "ResourceClaimTemplate",
+                    "metadata": meta(template_name(pool, count)),
+                    "spec": {"spec": {"devices": {"requests": [_request(pool, count)]}}}})
+    return out
+
+
+def claims_for_pools(pools, namespaces):
+    """Claim objects of every DRA pool in each of ``namespaces`` and the pool's own dra.claim_namespaces."""
+    out = []
+    for pool in dra_pools(pools):
+        wanted = list(namespaces) + [n for n in (pool.get("dra") or {}).get("claim_namespaces") or []
+                                     if n not in namespaces]
+        for ns in wanted:
+            out.extend(claim_objects(pool, ns))
+    return out
+
+
+def pod_claims(pool, gpus=None):
+    """``(resourceClaims, container resources)`` for a pod of a DRA pool: one GPU, ``gpus`` GPUs (one or a
+    node's worth), one MIG device, or the pool's shared GPU."""
+    mode = _mode(pool)
+    count = 1 if gpus is None and mode != "none" else (pool["gpus_per_node"] if gpus is None else gpus)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise GpufleetError("gpus must be an integer >= 1, got %r" % (count,))
+    if mode in SHARING_STRATEGIES:
+        if count != 1:
+            raise GpufleetError("pool %s shares one GPU between its pods (DRA %s); ask for 1, not %d"
+                                % (pool["name"], mode, count))
+        ref = {"name": CLAIM_NAME, "resourceClaimName": shared_claim_name(pool)}
+    elif mode == "mig":
+        if count != 1:
+            raise GpufleetError("pool %s: a pod claims one MIG device (%s); ask for 1, not %d"
+                                % (pool["name"], pool["sharing"]["mig_profile"], count))
+        ref = {"name": CLAIM_NAME, "resourceClaimTemplateName": template_name(pool)}
+    else:
+        if count not in gpu_counts(pool):
+            raise GpufleetError("pool %s renders claim templates for %s GPU(s) per pod; ask for one of them, not %d"
+                                % (pool["name"], " or ".join(str(c) for c in gpu_counts(pool)), count))
+        ref = {"name": CLAIM_NAME, "resourceClaimTemplateName": template_name(pool, count)}
+    return [ref], {"claims": [{"name": CLAIM_NAME}]}
+
+
+def node_labels(pool):
+    """Labels of a DRA pool's nodes: the kubelet plugin's selector, and the GPU Operator's switch that
+    keeps its device plugin off them."""
+    if not is_dra(pool):
+        return {}
+    return {ALLOCATION_LABEL: "dra", OPERATOR_DEVICE_PLUGIN_LABEL: "false"}
+
+
+def device_plugin_exclusion():
+    """Node selector expression every device plugin term gets: never on a DRA pool's node."""
+    return {"key": ALLOCATION_LABEL, "operator": "NotIn", "values": ["dra"]}

@@ -1,0 +1,205 @@
+"""Pools with allocation: dra on the real control plane (tests/controlplane.py; kube-apiserver, kube-scheduler
+and kube-controller-manager v1.37, KWOK for the kubelets).
+
+The DRA driver cannot run here (no GPU, no kubelet): tests/dra_standin.py, a labelled STAND-IN, publishes the
+ResourceSlices its kubelet plugin would publish for the simulated GPUs and creates the DeviceClasses its chart
+creates. Everything gpufleet renders is the real output of module_utils (the pools' claim templates, the smoke
+Jobs, the placement fragment, the device plugin DaemonSet, the pools' node labels), and the real scheduler
+allocates the claims. resource.k8s.io/v1 is served by kube-apiserver without any --runtime-config or feature
+gate (GA in 1.34): the control plane here starts with none.
+"""
+import pytest
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils import dra, smoke
+from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import device_plugin_objects
+from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import placement
+from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import pool_node_labels, pool_taints
+from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+from dra_standin import device_classes, slice_for
+
+NS = "dra-test"
+POOLS = normalize_pools([
+    {"name": "train-h100", "gpu_type": "h100-80gb", "gpus_per_node": 2, "allocation": "dra",
+     "dra": {"product_name": "NVIDIA H100 80GB HBM3", "min_memory_gb": 79}},
+    {"name": "big-h100", "gpu_type": "h100-80gb", "gpus_per_node": 4, "allocation": "dra"},
+    {"name": "mig-h100", "gpu_type": "h100-80gb", "gpus_per_node": 1, "allocation": "dra",
+     "sharing": {"mode": "mig", "mig_profile": "1g.10gb", "mig_preconfigured": True}},
+    {"name": "ts-l4", "gpu_type": "l4", "gpus_per_node": 1, "allocation": "dra",
+     "sharing": {"mode": "time-slicing"}, "dra": {"time_slice_interval": "Long"}},
+    {"name": "plugin-l4", "gpu_type": "l4", "gpus_per_node": 2},
+])
+BY_NAME = {p["name"]: p for p in POOLS}
+# node -> (pool, ResourceSlice or None, nvidia.com/gpu the device plugin would advertise)
+NODES = {
+    "h100-01": ("train-h100", slice_for("h100-01", "h100", 2), None),
+    # big-h100 asks for 4 GPUs per pod; its only node has 2: the scheduler must refuse
+    "h100-02": ("big-h100", slice_for("h100-02", "h100", 2), None),
+    "h100-mig-01": ("mig-h100", slice_for("h100-mig-01", "h100", 1, mig={"1g.10gb": 7}), None),
+    "l4-dra-01": ("ts-l4", slice_for("l4-dra-01", "l4", 1), None),
+    "l4-plugin-01": ("plugin-l4", None, 2),
+}
+
+
+def _apply(cp, obj):
+    return cp.apply(cp.object_path(obj), obj)
+
+
+@pytest.fixture(scope="module")
+def cluster(control_plane):
+    cp = control_plane
+    for klass in device_classes():
+        _apply(cp, klass)
+    for node, (pool, slice_, gpus) in NODES.items():
+        p = BY_NAME[pool]
+        cp.add_node(node, gpu=gpus, labels=pool_node_labels(p),
+                    taints=[dict(t) for t in pool_taints(p)])
+        if slice_:
+            _apply(cp, slice_)
+    _apply(cp, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    for pool in POOLS:
+        for obj in dra.claim_objects(pool, NS):
+            _apply(cp, obj)
+    return cp
+
+
+def _pod(cp, name, pool, gpus=None):
+    frag = placement(pool, "kubeadm", gpus=gpus)
+    spec = {"restartPolicy": "Never", "containers": [{"name": "c", "image": "cuda:stand-in", "resources": frag["resources"]}],
+            "tolerations": frag["tolerations"], "affinity": frag["affinity"]}
+    if "resourceClaims" in frag:
+        spec["resourceClaims"] = frag["resourceClaims"]
+    cp.create("/api/v1/namespaces/%s/pods" % NS, {"apiVersion": "v1", "kind": "Pod",
+                                                   "metadata": {"name": name}, "spec": spec})
+
+
+def _running(cp, name):
+    pod = cp.get("/api/v1/namespaces/%s/pods/%s" % (NS, name))
+    return pod if pod["status"].get("phase") == "Running" else None
+
+
+def _claim_of(cp, pod):
+    status = pod["status"]["resourceClaimStatuses"][0]
+    name = status.get("resourceClaimName") or pod["spec"]["resourceClaims"][0].get("resourceClaimName")
+    return cp.get("/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s" % (NS, name))
+
+
+def _slice_devices(cp, node):
+    return {d["name"]: d for s in cp.items("/apis/resource.k8s.io/v1/resourceslices")
+            if s["spec"].get("nodeName") == node for d in s["spec"]["devices"]}
+
+
+def test_the_api_server_serves_resource_k8s_io_v1_by_default(cluster):
+    group = next(g for g in cluster.get("/apis")["groups"] if g["name"] == "resource.k8s.io")
+    assert group["preferredVersion"]["version"] == "v1"
+    kinds = {r["kind"] for r in cluster.get("/apis/resource.k8s.io/v1")["resources"]}
+    assert {"DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"} <= kinds
+
+
+def test_the_rendered_claim_templates_are_accepted(cluster):
+    names = sorted(t["metadata"]["name"] for t in
+                   cluster.items("/apis/resource.k8s.io/v1/namespaces/%s/resourceclaimtemplates" % NS))
+    assert names == ["big-h100-gpu", "big-h100-gpus-4", "mig-h100-mig-1g.10gb", "train-h100-gpu", "train-h100-gpus-2",
+                     "ts-l4-gpu"]
+    shared = cluster.get("/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/ts-l4-shared-gpu" % NS)
+    assert shared["spec"]["devices"]["config"][0]["opaque"]["parameters"]["sharing"]["strategy"] == "TimeSlicing"
+
+
+def test_the_scheduler_allocates_a_node_worth_of_gpus_matching_the_cel_selectors(cluster):
+    cp = cluster
+    _pod(cp, "train", BY_NAME["train-h100"])  # default: a node's worth (2 GPUs)
+    pod = cp.wait(lambda: _running(cp, "train"), 60, "the train pod Running")
+    assert pod["spec"]["nodeName"] == "h100-01"
+    claim = _claim_of(cp, pod)
+    results = claim["status"]["allocation"]["devices"]["results"]
+    assert sorted(r["device"] for r in results) == ["gpu-0", "gpu-1"]
+    assert {(r["driver"], r["pool"]) for r in results} == {("gpu.nvidia.com", "h100-01")}
+    assert [r["uid"] for r in claim["status"]["reservedFor"]] == [pod["metadata"]["uid"]]
+
+
+def test_a_mig_claim_gets_one_instance_of_the_pools_profile(cluster):
+    cp = cluster
+    _pod(cp, "mig", BY_NAME["mig-h100"])
+    pod = cp.wait(lambda: _running(cp, "mig"), 60, "the MIG pod Running")
+    (result,) = _claim_of(cp, pod)["status"]["allocation"]["devices"]["results"]
+    device = _slice_devices(cp, "h100-mig-01")[result["device"]]
+    assert device["attributes"]["type"]["string"] == "mig"
+    assert device["attributes"]["profile"]["string"] == "1g.10gb"
+
+
+def test_pods_of_a_time_sliced_pool_share_the_one_gpu_of_its_shared_claim(cluster):
+    cp = cluster
+    for name in ("ts-a", "ts-b"):
+        _pod(cp, name, BY_NAME["ts-l4"])
+    pods = [cp.wait(lambda n=n: _running(cp, n), 60, "%s Running" % n) for n in ("ts-a", "ts-b")]
+    claim = cp.get("/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/ts-l4-shared-gpu" % NS)
+    assert [r["device"] for r in claim["status"]["allocation"]["devices"]["results"]] == ["gpu-0"]
+    assert sorted(r["name"] for r in claim["status"]["reservedFor"]) == ["ts-a", "ts-b"]
+    assert {p["spec"]["nodeName"] for p in pods} == {"l4-dra-01"}
+
+
+def test_the_smoke_jobs_of_the_dra_pools_complete(cluster):
+    cp = cluster
+    # the pods above hold the train pool's GPUs: their claims are deallocated when they go
+    for name in ("train", "mig", "ts-a", "ts-b"):
+        cp.delete("/api/v1/namespaces/%s/pods/%s" % (NS, name))
+    cp.wait(lambda: not any(c["metadata"]["name"].startswith(("train-", "mig-"))
+                            for c in cp.items("/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims" % NS)),
+            60, "the pods' claims deleted")
+    pools = [BY_NAME[n] for n in ("train-h100", "mig-h100", "ts-l4")]
+    for pool in pools:
+        job = smoke.smoke_job(pool, "kubeadm", "cuda:stand-in", NS, 120)
+        assert job["spec"]["template"]["spec"]["resourceClaims"][0]["name"] == "gpu"
+        cp.create("/apis/batch/v1/namespaces/%s/jobs" % NS, job)
+
+    seen = {}
+
+    def verdicts():
+        v = smoke.job_verdicts(cp.items("/apis/batch/v1/namespaces/%s/jobs" % NS),
+                               cp.items("/api/v1/namespaces/%s/pods" % NS), [])
+        seen.update(v)
+        return v if smoke.verdicts_done(v) else None
+    try:
+        done = cp.wait(verdicts, 90, "the smoke Jobs")
+    except TimeoutError:
+        raise AssertionError(seen)
+    assert done == {
+        "gpufleet-smoke-mig-h100": "passed", "gpufleet-smoke-train-h100": "passed", "gpufleet-smoke-ts-l4": "passed"}
+
+
+def test_more_gpus_than_a_node_has_is_reported_with_the_schedulers_reason(cluster):
+    cp = cluster
+    job = smoke.smoke_job(BY_NAME["big-h100"], "kubeadm", "cuda:stand-in", NS, 120)
+    # the pool's node-worth template (4 GPUs); the node publishes 2
+    job["metadata"]["name"] = "gpufleet-smoke-big-h100"
+    job["spec"]["template"]["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "big-h100-gpus-4"}]
+    cp.create("/apis/batch/v1/namespaces/%s/jobs" % NS, job)
+
+    def reason():
+        v = smoke.job_verdicts([cp.get("/apis/batch/v1/namespaces/%s/jobs/%s" % (NS, job["metadata"]["name"]))],
+                               cp.items("/api/v1/namespaces/%s/pods" % NS), [])
+        text = v[job["metadata"]["name"]]
+        return text if "Unschedulable" in text else None
+    text = smoke.final_verdicts({"j": cp.wait(reason, 60, "the scheduler's verdict")})["j"]
+    assert text.startswith("failed: did not finish in time, Pending, Unschedulable:"), text
+    assert "cannot allocate all claims" in text, text
+
+
+def test_mixed_cluster_no_gpu_is_advertised_twice(cluster):
+    """The device plugin DaemonSet gpufleet renders for this pool set runs on the device-plugin pool's node only;
+    the DRA pools' nodes have ResourceSlices and no nvidia.com/gpu, the plugin pool's node the reverse."""
+    cp = cluster
+    plan = {"platform": "kubeadm", "addons_mode": "standalone", "pools": POOLS}
+    for obj in device_plugin_objects(plan, {}):
+        _apply(cp, obj)
+
+    def plugin_nodes():
+        pods = [p for p in cp.items("/api/v1/namespaces/nvidia-device-plugin/pods")
+                if p["metadata"]["name"].startswith("nvidia-device-plugin-") and "mps" not in p["metadata"]["name"]]
+        nodes = sorted(p["spec"].get("nodeName") or "" for p in pods)
+        return nodes if nodes and all(nodes) else None
+    assert cp.wait(plugin_nodes, 60, "device plugin pods scheduled") == ["l4-plugin-01"]
+    for node in NODES:
+        has_slice = bool(_slice_devices(cp, node))
+        advertised = "nvidia.com/gpu" in (cp.node(node)["status"].get("allocatable") or {})
+        plugin_here = node == "l4-plugin-01"
+        assert (has_slice, advertised) == (not plugin_here, plugin_here), node
