@@ -12,6 +12,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import example_jobs, placement
 from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain
+from ansible_collections.gpufleet.k8s.plugins.module_utils.dra import claims_for_pools
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
 
 
@@ -37,7 +38,9 @@ def gpu_pool_examples(pools, platform, image, namespace, runtime_class=None):
         raise AnsibleFilterError(exc.msg)
     ns = {"apiVersion": "v1", "kind": "Namespace",
           "metadata": {"name": namespace, "labels": {"app.kubernetes.io/managed-by": "gpufleet"}}}
-    return [ns] + jobs
+    # DRA pools: the claim templates (or shared claim) their Jobs name, in the same namespace
+    claims = claims_for_pools([normalize_pool(p) for p in plain(pools)], [str(namespace)])
+    return [ns] + claims + jobs
 
 
 class FilterModule(object):

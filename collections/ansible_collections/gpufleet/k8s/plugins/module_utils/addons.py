@@ -73,7 +73,9 @@ def truthy(value, auto):
 
 
 def pools_use(plan, mode):
-    return any((p.get("sharing") or {}).get("mode") == mode for p in plan.get("pools") or [])
+    """Whether a device-plugin pool shares by ``mode`` (a DRA pool's sharing is the DRA driver's)."""
+    return any((p.get("sharing") or {}).get("mode") == mode and p.get("allocation") != "dra"
+               for p in plan.get("pools") or [])
 
 
 def settings(plan, extra):

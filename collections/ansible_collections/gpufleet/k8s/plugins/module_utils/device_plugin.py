@@ -16,6 +16,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.dra import dra_pools, device_plugin_exclusion
 from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
@@ -56,6 +57,8 @@ def plugin_configs(pools):
 
     configs = {"default": text(pool_plugin_config({"sharing": {"mode": "none"}}))}
     for pool in pools:
+        if pool.get("allocation") == "dra":
+            continue  # no device plugin on a DRA pool's nodes (dra.py)
         configs[pool["name"]] = text(pool_plugin_config(pool))
     return configs
 
@@ -191,9 +194,14 @@ def device_plugin_objects(plan, extra):
     plugin = {"name": "nvidia-device-plugin", "image": image, "command": ["nvidia-device-plugin"], "env": env,
               "securityContext": _restricted(s["any_mig"]), "volumeMounts": mounts,
               "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}}}
-    objs.append(_daemonset(NAME, ns, "device-plugin", _pod_spec(
-        s, plan, [plugin, _config_manager(image, False, "nvidia-device-plugin")],
-        [_config_manager(image, True, "")], volumes, rc)))
+    plugin_spec = _pod_spec(s, plan, [plugin, _config_manager(image, False, "nvidia-device-plugin")],
+                            [_config_manager(image, True, "")], volumes, rc)
+    if dra_pools(plan.get("pools")):
+        # one GPU is never advertised twice: the DRA driver publishes the DRA pools' GPUs (dra.py)
+        for term in plugin_spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+                "nodeSelectorTerms"]:
+            term["matchExpressions"].append(device_plugin_exclusion())
+    objs.append(_daemonset(NAME, ns, "device-plugin", plugin_spec))
 
     # MPS control daemon: one per node of a pool that shares GPUs with MPS (nodes labelled with such a
     # pool, or labelled nvidia.com/mps.capable=true by GFD). Privileged (it starts nvidia-cuda-mps-control
@@ -218,7 +226,8 @@ def device_plugin_objects(plan, extra):
              _config_manager(image, True, "")],
             _config_volumes() + [_a.host_path("mps-root", MPS_ROOT, "DirectoryOrCreate"),
                                  _a.host_path("mps-shm", MPS_ROOT + "/shm")], rc)
-        mps_pools = sorted(p["name"] for p in plan.get("pools") or [] if (p.get("sharing") or {}).get("mode") == "mps")
+        mps_pools = sorted(p["name"] for p in plan.get("pools") or [] if (p.get("sharing") or {}).get("mode") == "mps"
+                           and p.get("allocation") != "dra")
         mps_spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": _a.POOL_LABEL, "operator": "In", "values": mps_pools}]},
             {"matchExpressions": [{"key": "nvidia.com/mps.capable", "operator": "In", "values": ["true"]}]},

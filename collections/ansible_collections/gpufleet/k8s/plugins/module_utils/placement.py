@@ -23,6 +23,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Gpuflee
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_access import GKE_PLATFORMS, gke_sharing_selector
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import GPU_TYPES
 from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import POOL_LABEL
+from ansible_collections.gpufleet.k8s.plugins.module_utils.dra import pod_claims
 
 GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_RESOURCE = "nvidia.com/gpu.shared"
@@ -97,13 +98,19 @@ def placement(pool, platform, gpus=None, runtime_class=None):
     """Pod spec fragment for ``pool`` on ``platform`` (see the module docstring).
 
     ``runtime_class`` (``gpu_access.access(...)["runtime_class"]``) adds ``runtimeClassName``
-    where nvidia is not the nodes' default runtime."""
+    where nvidia is not the nodes' default runtime. A pool with ``allocation: dra`` gets
+    ``resourceClaims`` (pod spec) and ``resources.claims`` (container) instead of a GPU limit."""
     if pool.get("gpu_type") not in GPU_TYPES:
         raise GpufleetError("pool %s: unknown gpu_type %r" % (pool.get("name"), pool.get("gpu_type")))
     count = default_count(pool) if gpus is None else gpus
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise GpufleetError("gpus must be an integer >= 1, got %r" % (count,))
-    out = {"resources": {"limits": {resource_name(pool, platform): count}}}
+    if pool.get("allocation") == "dra":
+        # DRA pool: the pod claims devices (ResourceClaimTemplate / shared ResourceClaim, dra.py)
+        claims, resources = pod_claims(pool, gpus)
+        out = {"resources": resources, "resourceClaims": claims}
+    else:
+        out = {"resources": {"limits": {resource_name(pool, platform): count}}}
     facts = GPU_TYPES[pool["gpu_type"]]
     if pool.get("compute_class") and platform in ("gke", "gke-autopilot"):
         # a ComputeClass carries the hardware choice; other hard selectors would fight it.
@@ -145,7 +152,7 @@ def example_job(pool, platform, image, namespace, runtime_class=None):
             "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
         }],
     }
-    for key in ("affinity", "nodeSelector", "tolerations", "runtimeClassName"):
+    for key in ("affinity", "nodeSelector", "tolerations", "runtimeClassName", "resourceClaims"):
         if key in frag:
             pod_spec[key] = frag[key]
     return {

@@ -30,7 +30,8 @@ def smoke_job(pool, platform, image, namespace, timeout, placement=None, runtime
     gives another fragment."""
     fragment = pool_placement(pool, platform, gpus=1, runtime_class=runtime_class)
     if placement is not None:
-        fragment = dict(placement, resources=fragment["resources"])
+        fragment = dict(placement, resources=fragment["resources"],
+                        **({"resourceClaims": fragment["resourceClaims"]} if "resourceClaims" in fragment else {}))
     pod_spec = {
         "restartPolicy": "Never",
         "securityContext": dict(RESTRICTED_POD),
@@ -43,7 +44,7 @@ def smoke_job(pool, platform, image, namespace, timeout, placement=None, runtime
     }
     if runtime_class:
         fragment.setdefault("runtimeClassName", runtime_class)
-    for key in ("nodeSelector", "affinity", "tolerations", "runtimeClassName"):
+    for key in ("nodeSelector", "affinity", "tolerations", "runtimeClassName", "resourceClaims"):
         if fragment.get(key):
             pod_spec[key] = fragment[key]
     return {
