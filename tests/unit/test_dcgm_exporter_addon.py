@@ -33,13 +33,50 @@ def test_least_privilege_security_context_and_pod_resources():
     ctr = pod["containers"][0]
     assert ctr["securityContext"] == {"runAsNonRoot": False, "runAsUser": 0, "privileged": False,
                                       "allowPrivilegeEscalation": False,
-                                      "capabilities": {"add": ["SYS_ADMIN"], "drop": ["ALL"]}}
+                                      "capabilities": {"drop": ["ALL"], "add": ["SYS_ADMIN"]}}
+    assert pod["priorityClassName"] == "system-node-critical"
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    assert ctr["readinessProbe"]["httpGet"] == {"path": "/health", "port": 9400}
+    assert "DCGM_EXPORTER_WEB_CONFIG_FILE" not in {e["name"] for e in ctr["env"]}
     assert pod["hostIPC"] is False and "hostPID" not in pod and "hostNetwork" not in pod
     assert {"name": "pod-resources", "mountPath": "/var/lib/kubelet/pod-resources", "readOnly": True} in ctr["volumeMounts"]
     assert ctr["ports"] == [{"name": "metrics", "containerPort": 9400, "protocol": "TCP"}]
     assert {"key": "x", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
     svc = kinds(dcgm_exporter_objects(plan(), {}))["Service"]
     assert svc["spec"]["ports"][0]["port"] == 9400
+
+
+def test_network_policy_only_when_namespaces_are_named():
+    """Issue 30 item 8: off by default; with namespaces, ingress to port 9400 from those namespaces only."""
+    assert "NetworkPolicy" not in kinds(dcgm_exporter_objects(plan(), {}))
+    objs = dcgm_exporter_objects(plan(), {"dcgm_exporter_network_policy_namespaces": ["monitoring", "gpufleet-validate"]})
+    pol = kinds(objs)["NetworkPolicy"]
+    assert_valid(pol)
+    assert pol["spec"]["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "dcgm-exporter"}}
+    assert pol["spec"]["policyTypes"] == ["Ingress"]
+    assert pol["spec"]["ingress"] == [{
+        "from": [{"namespaceSelector": {"matchExpressions": [{
+            "key": "kubernetes.io/metadata.name", "operator": "In", "values": ["gpufleet-validate", "monitoring"]}]}}],
+        "ports": [{"protocol": "TCP", "port": 9400}]}]
+
+
+@pytest.mark.parametrize("scheme", ["https", "http"])
+def test_web_config_secret_is_mounted_and_used(scheme):
+    """Issue 30 item 8: TLS/basic auth from a Secret the user owns; probes fall back to TCP, Prometheus
+    scrapes with the scheme given."""
+    inputs = {"dcgm_exporter_web_config_secret": "exporter-web", "dcgm_exporter_web_config_scheme": scheme}
+    objs = kinds(dcgm_exporter_objects(plan(apply=True), dict(inputs, dcgm_exporter_service_monitor=True)))
+    pod = objs["DaemonSet"]["spec"]["template"]["spec"]
+    ctr = pod["containers"][0]
+    assert {"name": "DCGM_EXPORTER_WEB_CONFIG_FILE", "value": "/etc/dcgm-exporter/web/web-config.yml"} in ctr["env"]
+    assert {"name": "web-config", "mountPath": "/etc/dcgm-exporter/web", "readOnly": True} in ctr["volumeMounts"]
+    assert {"name": "web-config", "secret": {"secretName": "exporter-web", "defaultMode": 0o400}} in pod["volumes"]
+    assert ctr["readinessProbe"] == {"tcpSocket": {"port": 9400}, "initialDelaySeconds": 45, "periodSeconds": 5}
+    assert ctr["livenessProbe"]["tcpSocket"] == {"port": 9400}
+    endpoint = objs["ServiceMonitor"]["spec"]["endpoints"][0]
+    assert endpoint.get("scheme", "http") == scheme
+    assert yaml.safe_load(scrape_job(plan(), inputs))["scrape_configs"][0]["scheme"] == scheme
+    assert_valid(objs["DaemonSet"])
 
 
 def test_metrics_csv_defaults_plus_user_additions():

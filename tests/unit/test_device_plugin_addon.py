@@ -74,14 +74,23 @@ def test_daemonset_contract():
     plugin = pod["containers"][0]
     assert plugin["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.18.1"
     assert {"name": "device-plugin", "mountPath": "/var/lib/kubelet/device-plugins"} in plugin["volumeMounts"]
-    # MIG pools present: the plugin monitors MIG devices and needs SYS_ADMIN (upstream's choice).
-    assert plugin["securityContext"] == {"capabilities": {"add": ["SYS_ADMIN"]}}
+    # MIG pools present: the plugin monitors MIG devices and needs SYS_ADMIN (upstream's choice), added
+    # after every other capability is dropped (issue 30 item 8); the pod runs the default seccomp profile.
+    assert plugin["securityContext"] == {"allowPrivilegeEscalation": False,
+                                         "capabilities": {"drop": ["ALL"], "add": ["SYS_ADMIN"]}}
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    assert plugin["resources"]["limits"] == {"memory": "512Mi"}
     # config-manager: init container (one shot) + sidecar that signals the plugin on label changes.
     init, sidecar = pod["initContainers"][0], pod["containers"][1]
     env = {e["name"]: e.get("value") for e in sidecar["env"]}
     assert env["NODE_LABEL"] == "nvidia.com/device-plugin.config" and env["DEFAULT_CONFIG"] == "default"
     assert env["ONESHOT"] == "false" and env["PROCESS_TO_SIGNAL"] == "nvidia-device-plugin"
     assert {e["name"]: e.get("value") for e in init["env"]}["ONESHOT"] == "true"
+    for manager in (init, sidecar):  # no GPU, nothing written outside /config, its own small resources
+        assert manager["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                                              "readOnlyRootFilesystem": True}
+        assert {e["name"]: e.get("value") for e in manager["env"]}["NVIDIA_VISIBLE_DEVICES"] == "void"
+        assert manager["resources"] == {"requests": {"cpu": "5m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}}
     assert pod["shareProcessNamespace"] is True
     assert ("ClusterRole", "gpufleet-nvidia-device-plugin") in objs
     assert objs[("ConfigMap", "nvidia-device-plugin-configs")]["data"] == plugin_configs(normalize_pools(POOLS))

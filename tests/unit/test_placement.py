@@ -127,8 +127,23 @@ def test_example_jobs_are_schema_valid(platform):
     for obj in objs:
         assert_valid(obj)
     job = objs[2]
-    assert job["spec"]["template"]["spec"]["containers"][0]["resources"] == {"limits": {"nvidia.com/gpu": 8}}
+    assert job["spec"]["template"]["spec"]["containers"][0]["resources"] == {
+        "limits": {"nvidia.com/gpu": 8, "cpu": "1", "memory": "512Mi"}, "requests": {"cpu": "100m", "memory": "128Mi"}}
     assert job["metadata"]["namespace"] == "ex"
+    assert objs[0]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_example_job_is_pod_security_restricted():
+    """Issue 30 item 8: the examples run like the validation Jobs (restricted), with no token and a
+    read-only root filesystem."""
+    job = example_job(normalize_pool({"name": "p", "gpu_type": "l4"}), "kubeadm", "img:1", "ns")
+    spec = job["spec"]["template"]["spec"]
+    assert spec["securityContext"] == {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534,
+                                       "seccompProfile": {"type": "RuntimeDefault"}}
+    assert spec["automountServiceAccountToken"] is False
+    assert spec["containers"][0]["securityContext"] == {
+        "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"}, "readOnlyRootFilesystem": True}
 
 
 def test_example_job_uses_the_fragment():
@@ -137,7 +152,7 @@ def test_example_job_uses_the_fragment():
     frag = placement(pool, "gke")
     spec = job["spec"]["template"]["spec"]
     assert spec["affinity"] == frag["affinity"] and spec["tolerations"] == frag["tolerations"]
-    assert spec["containers"][0]["resources"] == frag["resources"]
+    assert spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == frag["resources"]["limits"]["nvidia.com/gpu"]
 
 
 def pod(fragment):

@@ -36,8 +36,10 @@ def gpu_pool_examples(pools, platform, image, namespace, runtime_class=None):
                             runtime_class)
     except GpufleetError as exc:
         raise AnsibleFilterError(exc.msg)
-    ns = {"apiVersion": "v1", "kind": "Namespace",
-          "metadata": {"name": namespace, "labels": {"app.kubernetes.io/managed-by": "gpufleet"}}}
+    # Pod Security "restricted" enforced: the Jobs are written to pass it, and so must what users copy.
+    labels = {"app.kubernetes.io/managed-by": "gpufleet"}
+    labels.update(("pod-security.kubernetes.io/%s" % mode, "restricted") for mode in ("enforce", "audit", "warn"))
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels}}
     # DRA pools: the claim templates (or shared claim) their Jobs name, in the same namespace
     claims = claims_for_pools([normalize_pool(p) for p in plain(pools)], [str(namespace)])
     return [ns] + claims + jobs

@@ -97,6 +97,12 @@ def settings(plan, extra):
     return apply_to_addons(s, platform, extra)
 
 
+def pod_security_context():
+    """Pod-level securityContext of every node agent: the container runtime's default seccomp
+    profile (a privileged container, such as the MPS control daemon, runs unconfined regardless)."""
+    return {"seccompProfile": {"type": "RuntimeDefault"}}
+
+
 def labels(name, component=None):
     out = {"app.kubernetes.io/name": name}
     if component:

@@ -152,6 +152,7 @@ def _check_dcgm(plan, s, problems):
             except ValueError as exc:
                 problems.error("dcgm_exporter_extra_metrics[%d]" % i, "%s; use e.g. 'DCGM_FI_DEV_SM_CLOCK, gauge, "
                                "SM clock' with type one of: gauge, counter, label" % exc)
+    _check_dcgm_hardening(s, problems)
     durations = {}
     for var in ("dcgm_exporter_scrape_interval", "dcgm_exporter_scrape_timeout"):
         val = s[var]
@@ -162,6 +163,22 @@ def _check_dcgm(plan, s, problems):
     if len(durations) == 2 and durations["dcgm_exporter_scrape_timeout"] > durations["dcgm_exporter_scrape_interval"]:
         problems.error("dcgm_exporter_scrape_timeout", "%s is longer than dcgm_exporter_scrape_interval %s; use a "
                        "timeout <= the interval" % (s["dcgm_exporter_scrape_timeout"], s["dcgm_exporter_scrape_interval"]))
+
+
+def _check_dcgm_hardening(s, problems):
+    """The optional NetworkPolicy namespaces and the web config Secret (issue 30 item 8)."""
+    allowed = s["dcgm_exporter_network_policy_namespaces"]
+    if not isinstance(allowed, list) or any(not isinstance(n, str) or not DNS_LABEL.match(n) for n in allowed):
+        problems.error("dcgm_exporter_network_policy_namespaces", "%r is not a list of namespace names; use e.g. "
+                       "[monitoring] (the namespaces whose pods may scrape port 9400; [] renders no "
+                       "NetworkPolicy)" % (allowed,))
+    secret = s["dcgm_exporter_web_config_secret"]
+    if not isinstance(secret, str) or (secret and not DNS_SUBDOMAIN.match(secret)):
+        problems.error("dcgm_exporter_web_config_secret", "%r is not a Secret name; use the name of a Secret in "
+                       "dcgm_exporter_namespace holding web-config.yml (or '' for none)" % (secret,))
+    scheme = s["dcgm_exporter_web_config_scheme"]
+    if scheme not in ("http", "https"):
+        problems.error("dcgm_exporter_web_config_scheme", "%r is not allowed; use one of: http, https" % (scheme,))
 
 
 def _check_operator(plan, s, problems):

@@ -5,7 +5,15 @@
 
 The exporter runs with the least privilege that still gives profiling metrics: root (DCGM needs
 it), ``SYS_ADMIN`` only (all other capabilities dropped), no privilege escalation, not privileged,
-no hostIPC; it reads ``/var/lib/kubelet/pod-resources`` to attribute GPUs to pods.
+no hostIPC, the runtime's default seccomp profile, priority class ``system-node-critical`` (as
+upstream's chart); it reads ``/var/lib/kubelet/pod-resources`` to attribute GPUs to pods.
+
+Optional hardening (issue 30 item 8): a NetworkPolicy that admits port 9400 only from the namespaces
+named in ``dcgm_exporter_network_policy_namespaces``, and TLS and/or basic auth through the
+exporter's web configuration (Prometheus exporter-toolkit format) read from a Secret the user
+creates (``dcgm_exporter_web_config_secret``): gpufleet mounts it and never reads its content, so no
+credential passes through Ansible. With a web config the probes check the TCP port (an HTTP probe
+would get 401 from basic auth or fail the TLS handshake).
 
 A ServiceMonitor is rendered only when the ``monitoring.coreos.com`` API is there (apply mode asks
 the cluster) or when forced; a plain Prometheus scrape job file is always written for users
@@ -27,6 +35,8 @@ NAME = "dcgm-exporter"
 PORT = 9400
 CSV_KEY = "dcgm-metrics.csv"
 CSV_DIR = "/etc/dcgm-exporter/gpufleet"
+WEB_CONFIG_DIR = "/etc/dcgm-exporter/web"
+WEB_CONFIG_KEY = "web-config.yml"
 GKE_MANAGED_NAMESPACE = "gke-managed-system"
 METRIC_FIELD = re.compile(r"^DCGM_FI_[A-Z0-9_]+$")
 METRIC_TYPES = ("gauge", "counter", "label")
@@ -109,18 +119,46 @@ def service_monitor_wanted(setting, api_present, render_only):
     return bool(api_present) and not render_only
 
 
-def service_monitor(ns, interval, timeout, extra_labels):
+def _probe(web_secret):
+    """Health probe: HTTP /health, or the TCP port when a web config may demand TLS or a password."""
+    if web_secret:
+        return {"tcpSocket": {"port": PORT}}
+    return {"httpGet": {"path": "/health", "port": PORT}}
+
+
+def network_policy(ns, namespaces):
+    """Ingress to the exporter pods: TCP 9400 from pods in ``namespaces`` only (selected by the
+    ``kubernetes.io/metadata.name`` label the API server sets on every Namespace); everything else
+    inbound is denied. Egress is not restricted (the exporter talks to the kubelet socket only)."""
+    return {
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": NAME, "namespace": ns, "labels": _a.labels(NAME)},
+        "spec": {
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{
+                "from": [{"namespaceSelector": {"matchExpressions": [
+                    {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(set(namespaces))}]}}],
+                "ports": [{"protocol": "TCP", "port": PORT}],
+            }],
+        },
+    }
+
+
+def service_monitor(ns, interval, timeout, extra_labels, scheme="http"):
     lab = _a.labels(NAME)
     lab.update({str(k): str(v) for k, v in (extra_labels or {}).items()})
+    endpoint_scheme = {} if scheme == "http" else {"scheme": scheme}
     return {
         "apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
         "metadata": {"name": NAME, "namespace": ns, "labels": lab},
         "spec": {
             "selector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
             "namespaceSelector": {"matchNames": [ns]},
-            "endpoints": [{"port": "metrics", "path": "/metrics", "interval": interval, "scrapeTimeout": timeout,
-                           "relabelings": [{"sourceLabels": ["__meta_kubernetes_pod_node_name"],
-                                            "targetLabel": "kubernetes_node", "action": "replace"}]}],
+            "endpoints": [dict(endpoint_scheme, port="metrics", path="/metrics", interval=interval,
+                               scrapeTimeout=timeout,
+                               relabelings=[{"sourceLabels": ["__meta_kubernetes_pod_node_name"],
+                                             "targetLabel": "kubernetes_node", "action": "replace"}])],
         },
     }
 
@@ -132,6 +170,7 @@ def dcgm_exporter_objects(plan, extra, service_monitor_api=False):
         return []
     ns = s["dcgm_exporter_namespace"]
     image = image_ref("dcgm_exporter", s["gpufleet_registry_prefix"], s["gpufleet_image_overrides"])
+    web_secret = s["dcgm_exporter_web_config_secret"]
     lab = _a.labels(NAME)
     objs = [
         _a.namespace(ns),
@@ -152,22 +191,29 @@ def dcgm_exporter_objects(plan, extra, service_monitor_api=False):
         "ports": [{"name": "metrics", "containerPort": PORT, "protocol": "TCP"}],
         "securityContext": {"runAsNonRoot": False, "runAsUser": 0, "privileged": False,
                             "allowPrivilegeEscalation": False,
-                            "capabilities": {"add": ["SYS_ADMIN"], "drop": ["ALL"]}},
+                            "capabilities": {"drop": ["ALL"], "add": ["SYS_ADMIN"]}},
         "volumeMounts": [{"name": "pod-resources", "mountPath": "/var/lib/kubelet/pod-resources", "readOnly": True},
                          {"name": "metrics", "mountPath": CSV_DIR, "readOnly": True}],
-        "readinessProbe": {"httpGet": {"path": "/health", "port": PORT}, "initialDelaySeconds": 45, "periodSeconds": 5},
-        "livenessProbe": {"httpGet": {"path": "/health", "port": PORT}, "initialDelaySeconds": 45, "periodSeconds": 5},
+        "readinessProbe": dict(_probe(web_secret), initialDelaySeconds=45, periodSeconds=5),
+        "livenessProbe": dict(_probe(web_secret), initialDelaySeconds=45, periodSeconds=5),
         "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
     }
+    volumes = [_a.host_path("pod-resources", "/var/lib/kubelet/pod-resources", "Directory"),
+               {"name": "metrics", "configMap": {"name": NAME + "-metrics"}}]
+    if web_secret:
+        env.append({"name": "DCGM_EXPORTER_WEB_CONFIG_FILE", "value": "%s/%s" % (WEB_CONFIG_DIR, WEB_CONFIG_KEY)})
+        container["volumeMounts"].append({"name": "web-config", "mountPath": WEB_CONFIG_DIR, "readOnly": True})
+        volumes.append({"name": "web-config", "secret": {"secretName": web_secret, "defaultMode": 0o400}})
     pod = {
+        "priorityClassName": "system-node-critical",
+        "securityContext": _a.pod_security_context(),
         "serviceAccountName": NAME,
         "automountServiceAccountToken": False,
         "hostIPC": False,
         "tolerations": _a.gpu_tolerations(plan),
         "affinity": _a.gpu_node_affinity(plan),
         "containers": [container],
-        "volumes": [_a.host_path("pod-resources", "/var/lib/kubelet/pod-resources", "Directory"),
-                    {"name": "metrics", "configMap": {"name": NAME + "-metrics"}}],
+        "volumes": volumes,
     }
     if s["dcgm_exporter_runtime_class"]:
         pod["runtimeClassName"] = "nvidia"
@@ -184,9 +230,12 @@ def dcgm_exporter_objects(plan, extra, service_monitor_api=False):
         "spec": {"type": "ClusterIP", "selector": {"app.kubernetes.io/name": NAME},
                  "ports": [{"name": "metrics", "port": PORT, "targetPort": PORT, "protocol": "TCP"}]},
     })
+    if s["dcgm_exporter_network_policy_namespaces"]:
+        objs.append(network_policy(ns, s["dcgm_exporter_network_policy_namespaces"]))
     if service_monitor_wanted(s["dcgm_exporter_service_monitor"], service_monitor_api, not plan.get("apply")):
         objs.append(service_monitor(ns, s["dcgm_exporter_scrape_interval"], s["dcgm_exporter_scrape_timeout"],
-                                    s["dcgm_exporter_service_monitor_labels"]))
+                                    s["dcgm_exporter_service_monitor_labels"],
+                                    s["dcgm_exporter_web_config_scheme"] if web_secret else "http"))
     return _a.with_pull_secrets(objs, s["gpufleet_image_pull_secrets"])
 
 
@@ -199,7 +248,8 @@ def scrape_job(plan, extra):
     node_relabel = {"source_labels": ["__meta_kubernetes_pod_node_name"], "target_label": "kubernetes_node",
                     "action": "replace"}
     common = {"scrape_interval": s["dcgm_exporter_scrape_interval"], "scrape_timeout": s["dcgm_exporter_scrape_timeout"],
-              "metrics_path": "/metrics", "scheme": "http"}
+              "metrics_path": "/metrics",
+              "scheme": s["dcgm_exporter_web_config_scheme"] if s["dcgm_exporter_web_config_secret"] else "http"}
     if plan.get("platform") in ("gke", "gke-autopilot"):
         header = comments("GKE: no dcgm-exporter DaemonSet is deployed by gpufleet. GPU metrics come from GKE's "
                           "managed", "DCGM exporter: enable it with",

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
 import json
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.dra import dra_pools, device_plugin_exclusion
@@ -76,6 +77,12 @@ MPS_ROOT = "/run/nvidia/mps"
 GFD_FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
 
 
+# Requests and memory limits (no CPU limit: a CFS quota throttles a node agent exactly when the node
+# is busy). The config-manager only copies a file on a label change.
+AGENT_RESOURCES = {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "512Mi"}}
+SIDECAR_RESOURCES = {"requests": {"cpu": "5m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}}
+
+
 def _env(pairs):
     return [{"name": k, "value": v} for k, v in pairs]
 
@@ -97,29 +104,36 @@ def _config_manager(image, oneshot, process_to_signal):
         ("SEND_SIGNAL", "false" if oneshot else "true"),
         ("SIGNAL", "" if oneshot else "1"),
         ("PROCESS_TO_SIGNAL", "" if oneshot else process_to_signal),
+        ("NVIDIA_VISIBLE_DEVICES", "void"),
     ])
     return {
         "name": "config-manager-init" if oneshot else "config-manager",
         "image": image,
         "command": ["config-manager"],
         "env": env,
-        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        # It copies a file between two volumes and needs no GPU: a read-only root filesystem, and
+        # NVIDIA_VISIBLE_DEVICES=void keeps the nvidia runtime from injecting devices into it.
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                            "readOnlyRootFilesystem": True},
         "volumeMounts": [{"name": "available-configs", "mountPath": "/available-configs"},
                          {"name": "config", "mountPath": "/config"}],
+        "resources": copy.deepcopy(SIDECAR_RESOURCES),
     }
 
 
 def _restricted(mig):
-    """No privileges at all, except that MIG device access needs SYS_ADMIN (as upstream's chart
-    grants it: added to the runtime's default set)."""
+    """No privileges at all, except that MIG device access needs SYS_ADMIN (upstream's chart adds it
+    to the runtime's default set; here every other capability is dropped first)."""
+    caps = {"drop": ["ALL"]}
     if mig:
-        return {"capabilities": {"add": ["SYS_ADMIN"]}}
-    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+        caps["add"] = ["SYS_ADMIN"]
+    return {"allowPrivilegeEscalation": False, "capabilities": caps}
 
 
 def _pod_spec(s, plan, containers, init, volumes, runtime_class, process_namespace=True):
     spec = {
         "priorityClassName": "system-node-critical",
+        "securityContext": _a.pod_security_context(),
         "serviceAccountName": SERVICE_ACCOUNT,
         "shareProcessNamespace": process_namespace,
         "tolerations": _a.gpu_tolerations(plan, s["nvidia_device_plugin_extra_tolerations"]),
@@ -193,7 +207,7 @@ def device_plugin_objects(plan, extra):
                     _a.host_path("mps-shm", MPS_ROOT + "/shm")]
     plugin = {"name": "nvidia-device-plugin", "image": image, "command": ["nvidia-device-plugin"], "env": env,
               "securityContext": _restricted(s["any_mig"]), "volumeMounts": mounts,
-              "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}}}
+              "resources": copy.deepcopy(AGENT_RESOURCES)}
     plugin_spec = _pod_spec(s, plan, [plugin, _config_manager(image, False, "nvidia-device-plugin")],
                             [_config_manager(image, True, "")], volumes, rc)
     if dra_pools(plan.get("pools")):
@@ -216,12 +230,12 @@ def device_plugin_objects(plan, extra):
               "env": [_node_name_env()] + _env([("CONFIG_FILE", "/config/config.yaml"),
                                                 ("NVIDIA_VISIBLE_DEVICES", "all"),
                                                 ("NVIDIA_DRIVER_CAPABILITIES", "compute,utility")]),
-              "securityContext": {"privileged": True},
+              "securityContext": {"privileged": True}, "resources": copy.deepcopy(AGENT_RESOURCES),
               "volumeMounts": [{"name": "mps-root", "mountPath": "/mps"}, {"name": "mps-shm", "mountPath": "/dev/shm"},
                                {"name": "config", "mountPath": "/config"}]},
              _config_manager(image, False, "/usr/bin/mps-control-daemon")],
             [{"name": "mps-control-daemon-mounts", "image": image, "command": ["mps-control-daemon", "mount-shm"],
-              "securityContext": {"privileged": True},
+              "securityContext": {"privileged": True}, "resources": copy.deepcopy(SIDECAR_RESOURCES),
               "volumeMounts": [{"name": "mps-root", "mountPath": "/mps", "mountPropagation": "Bidirectional"}]},
              _config_manager(image, True, "")],
             _config_volumes() + [_a.host_path("mps-root", MPS_ROOT, "DirectoryOrCreate"),
@@ -245,7 +259,7 @@ def device_plugin_objects(plan, extra):
                "volumeMounts": [{"name": "output-dir", "mountPath": GFD_FEATURES_DIR},
                                 {"name": "host-sys", "mountPath": "/sys", "readOnly": True},
                                 {"name": "config", "mountPath": "/config"}],
-               "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}}}
+               "resources": copy.deepcopy(AGENT_RESOURCES)}
         objs.append(_daemonset("gpu-feature-discovery", ns, "gpu-feature-discovery", _pod_spec(
             s, plan, [gfd, _config_manager(image, False, "gpu-feature-discovery")],
             [_config_manager(image, True, "")],

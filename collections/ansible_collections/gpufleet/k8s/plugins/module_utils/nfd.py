@@ -108,6 +108,7 @@ def nfd_objects(plan, extra):
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": "nfd-master"}},
                  "template": {"metadata": {"labels": master_labels}, "spec": {
                      "serviceAccountName": "nfd-master", "enableServiceLinks": False,
+                     "securityContext": _a.pod_security_context(),
                      "containers": [{"name": "nfd-master", "image": image, "command": ["nfd-master"],
                                      "env": [_env_pod()[0]], "securityContext": restricted,
                                      "ports": [{"name": "http", "containerPort": 8080}],
@@ -133,6 +134,7 @@ def nfd_objects(plan, extra):
                  "template": {"metadata": {"labels": worker_labels}, "spec": {
                      "serviceAccountName": "nfd-worker", "dnsPolicy": "ClusterFirstWithHostNet",
                      "priorityClassName": "system-node-critical",
+                     "securityContext": _a.pod_security_context(),
                      "tolerations": _a.gpu_tolerations(plan),
                      "containers": [{"name": "nfd-worker", "image": image, "command": ["nfd-worker"], "env": _env_pod(),
                                      "securityContext": worker_sc,

@@ -19,6 +19,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
+
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_access import GKE_PLATFORMS, gke_sharing_selector
 from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import GPU_TYPES
@@ -140,16 +142,35 @@ def placement(pool, platform, gpus=None, runtime_class=None):
     return out
 
 
+# Pod Security "restricted" (what the validation Jobs run with, and what a GPU workload should start
+# from): non-root with a non-zero UID, the runtime's default seccomp profile, no privilege escalation,
+# every capability dropped.
+RESTRICTED_POD = {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534,
+                  "seccompProfile": {"type": "RuntimeDefault"}}
+RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                        "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+# The example's own CPU and memory (the vectorAdd sample needs a few MiB); the GPUs come from placement.
+EXAMPLE_REQUESTS = {"cpu": "100m", "memory": "128Mi"}
+EXAMPLE_LIMITS = {"cpu": "1", "memory": "512Mi"}
+
+
 def example_job(pool, platform, image, namespace, runtime_class=None):
-    """A Job running the CUDA vectorAdd sample on one pool (rendered, never applied)."""
+    """A Job running the CUDA vectorAdd sample on one pool (rendered, never applied), Pod Security
+    restricted, with no ServiceAccount token and a read-only root filesystem (the sample writes
+    nothing)."""
     frag = placement(pool, platform, runtime_class=runtime_class)
+    resources = copy.deepcopy(frag["resources"])
+    resources.setdefault("requests", {}).update(EXAMPLE_REQUESTS)
+    resources.setdefault("limits", {}).update(EXAMPLE_LIMITS)
     pod_spec = {
         "restartPolicy": "Never",
+        "automountServiceAccountToken": False,
+        "securityContext": copy.deepcopy(RESTRICTED_POD),
         "containers": [{
             "name": "cuda-vectoradd",
             "image": image,
-            "resources": frag["resources"],
-            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+            "resources": resources,
+            "securityContext": dict(copy.deepcopy(RESTRICTED_CONTAINER), readOnlyRootFilesystem=True),
         }],
     }
     for key in ("affinity", "nodeSelector", "tolerations", "runtimeClassName", "resourceClaims"):

@@ -11,17 +11,15 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
 from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_operator as _op
 from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import NAME
 from ansible_collections.gpufleet.k8s.plugins.module_utils.expected import POOL_LABEL
-from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import placement as pool_placement
+from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import (
+    RESTRICTED_CONTAINER, RESTRICTED_POD, placement as pool_placement)
 
 SMOKE_LABEL = "gpufleet.io/validate"
 METRICS_JOB = "gpufleet-metrics-check"
 
-# The validation namespace enforces Pod Security "restricted": non-root, a non-zero UID, the
-# runtime's default seccomp profile, no privilege escalation, every capability dropped.
-RESTRICTED_POD = {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534,
-                  "seccompProfile": {"type": "RuntimeDefault"}}
-RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
-                        "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+# The validation namespace enforces Pod Security "restricted" (RESTRICTED_POD, RESTRICTED_CONTAINER from
+# placement, which the example Jobs use too): non-root, a non-zero UID, the runtime's default seccomp
+# profile, no privilege escalation, every capability dropped.
 
 
 def smoke_job(pool, platform, image, namespace, timeout, placement=None, runtime_class=None):
