@@ -187,6 +187,23 @@ def check(params, plan, problems):
     if s.get("gpus_enabled") is False:
         problems.error(SETTINGS_PREFIX + "gpus_enabled", "false publishes no GPU, but pool(s) %s use allocation dra "
                        "and claim GPUs; use true" % ", ".join(p["name"] for p in wanted))
+    names = ", ".join(p["name"] for p in wanted)
+    if platform == "gke":
+        for i, pool in enumerate(pools):
+            if is_dra(pool) and pool.get("compute_class"):
+                problems.error("%s[%d].compute_class" % ("gpufleet_gpu_pools", i), "true asks GKE to create the "
+                               "pool's nodes, but GKE's node auto-creation does not support DRA; use one of: false "
+                               "(create the node pool yourself), or allocation: device-plugin")
+        problems.warn("gpufleet_gpu_pools", "GKE: create the node pool(s) of %s yourself, with --accelerator "
+                      "...,gpu-driver-version=disabled (then install the driver with Google's installer, under "
+                      "/home/kubernetes/bin/nvidia) and the node labels gke-no-default-nvidia-gpu-device-plugin=true, "
+                      "%s=dra and gpufleet.io/pool=<pool>; GKE's own time-sharing, MPS and MIG node pool settings do "
+                      "not apply to DRA pools" % (names, ALLOCATION_LABEL))
+    if platform == "eks":
+        problems.warn("gpufleet_gpu_pools", "EKS: Karpenter does not yet simulate DRA devices (upstream tracking issue "
+                      "kubernetes-sigs/karpenter#3228), so a pending pod's claim may not make it launch a node for "
+                      "%s; keep min_nodes at the GPUs you need, or run these pools as managed node groups (AMI with "
+                      "the NVIDIA driver, node labels %s=dra and gpufleet.io/pool=<pool>)" % (names, ALLOCATION_LABEL))
     var, value = _cluster_version(platform, extra)
     parsed = parse_version(value) if value not in (None, "") else None
     if value in (None, ""):
