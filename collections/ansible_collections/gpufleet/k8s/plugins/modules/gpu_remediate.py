@@ -228,8 +228,7 @@ def argspec():
     return spec
 
 
-def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+def run(module):
     p = module.params
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     try:
@@ -260,6 +259,10 @@ def main():
     errors = [e for n in rep["nodes"] for e in n["errors"]]
     module.exit_json(changed=changed, generated_at=now, nodes=rep["nodes"], report=rep, markdown=remediation_run.markdown(rep),
                      errors=errors)
+
+
+def main():
+    run(AnsibleModule(argument_spec=argspec(), supports_check_mode=True))
 
 
 if __name__ == "__main__":
