@@ -433,3 +433,57 @@ def node_labels(pool):
 def device_plugin_exclusion():
     """Node selector expression every device plugin term gets: never on a DRA pool's node."""
     return {"key": ALLOCATION_LABEL, "operator": "NotIn", "values": ["dra"]}
+
+
+# ------------------------------------------------------------------------------------------ counting
+def _attr(device, name):
+    value = (device.get("attributes") or {}).get(name) or {}
+    return value.get("string", value.get("stringValue"))
+
+
+def node_devices(slices):
+    """{node name: {"gpu": count, "mig": {profile: count}}} of the driver's devices in ``slices``
+    (ResourceSlice objects as the API returns them; other drivers' slices are ignored)."""
+    out = {}
+    for item in slices or []:
+        spec = item.get("spec") or {}
+        if spec.get("driver") != DRIVER or not spec.get("nodeName"):
+            continue
+        entry = out.setdefault(spec["nodeName"], {"gpu": 0, "mig": {}})
+        for device in spec.get("devices") or []:
+            kind = _attr(device, "type")
+            if kind == "gpu":
+                entry["gpu"] += 1
+            elif kind == "mig":
+                profile = _attr(device, "profile") or "unknown"
+                entry["mig"][profile] = entry["mig"].get(profile, 0) + 1
+    return out
+
+
+def expected_devices(pool, per_gpu=None):
+    """{what: count} one node of a DRA pool must publish: ``gpu`` devices, or ``mig <profile>`` devices
+    (``per_gpu``: MIG instances of the profile per GPU, when known)."""
+    if _mode(pool) == "mig":
+        profile = (pool.get("sharing") or {}).get("mig_profile")
+        return {"mig %s" % profile: pool["gpus_per_node"] * per_gpu} if per_gpu else {}
+    return {"gpu": pool["gpus_per_node"]}
+
+
+def published(devices, what):
+    """The count of ``what`` (an expected_devices key) in one node's node_devices entry."""
+    devices = devices or {"gpu": 0, "mig": {}}
+    if what == "gpu":
+        return devices["gpu"]
+    return devices["mig"].get(what[len("mig "):], 0)
+
+
+def claim_allocations(claims):
+    """{node name: allocated devices of the driver} from ResourceClaims (status.allocation; the node is the
+    device pool's name, which the driver's kubelet plugin sets to the node name)."""
+    out = {}
+    for claim in claims or []:
+        allocation = (claim.get("status") or {}).get("allocation") or {}
+        for result in (allocation.get("devices") or {}).get("results") or []:
+            if result.get("driver") == DRIVER and result.get("pool"):
+                out[result["pool"]] = out.get(result["pool"], 0) + 1
+    return out
