@@ -307,3 +307,47 @@ def test_xid_from_prometheus_is_acted_on_and_an_application_xid_is_not(cluster, 
     assert rc == 0, out[-3000:]
     assert report(cluster)["gpu-h4"]["decision"] == "restore"
     assert out_of_service(cp) == []
+
+
+EKS = ("gpufleet_platform: eks\ngpufleet_cluster_name: remediate-eks\ngpufleet_addons_mode: standalone\n"
+       "gpu_pools_region: us-east-1\ngpu_pools_eks_kubernetes_version: \"1.33\"\n"
+       "gpu_pools_eks_node_role: KarpenterNodeRole-test\n"
+       "gpufleet_gpu_pools:\n  - {name: infer, gpu_type: l4, gpus_per_node: 1, max_nodes: 4, zones: [us-east-1a]}\n")
+
+
+def test_karpenter_nodeclaim_of_an_unhealthy_node_is_deleted(cluster, tmp_path):
+    """EKS: replacing a node is deleting its NodeClaim (Karpenter, not running here, would launch a new one).
+    The NodeClaim CRD is Karpenter's own (../shared/crds)."""
+    from controlplane import shared_crds_or_skip
+    shared_crds_or_skip(pytest)
+    cp = cluster[0]
+    cp.install_crds(["karpenter.sh_nodeclaims.yaml"])
+    inv = tmp_path / "inv"
+    (inv / "group_vars" / "all").mkdir(parents=True)
+    (inv / "group_vars" / "all" / "gpufleet.yml").write_text(EKS)
+    (inv / "hosts.yml").write_text(
+        "all:\n  children:\n    gpufleet_controller:\n      hosts:\n        localhost:\n"
+        "          ansible_connection: local\n          ansible_python_interpreter: \"{{ ansible_playbook_python }}\"\n")
+    for name in ("ip-10-0-0-1", "ip-10-0-0-2", "ip-10-0-0-3"):
+        cp.add_node(name, gpu=1, labels={"karpenter.sh/nodepool": "infer"})
+        claim = name.replace("ip-", "infer-")
+        cp.create("/apis/karpenter.sh/v1/nodeclaims", {
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": claim, "labels": {"karpenter.sh/nodepool": "infer"}},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "infer"},
+                     "requirements": [{"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["g6"]}]}})
+        cp.request("PATCH", "/apis/karpenter.sh/v1/nodeclaims/%s/status" % claim, {"status": {"nodeName": name}},
+                   content_type="application/merge-patch+json")
+    set_gpus(cp, "ip-10-0-0-2", 0)
+    rc, out = run_site(tmp_path / "build", "-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_kubeconfig=%s" % cp.kubeconfig,
+                       *act(), playbook="playbooks/remediate.yml", inventory=str(inv))
+    assert rc == 0, out[-3000:]
+    claims = sorted(c["metadata"]["name"] for c in cp.items("/apis/karpenter.sh/v1/nodeclaims"))
+    assert claims == ["infer-10-0-0-1", "infer-10-0-0-3"]
+    node = cp.node("ip-10-0-0-2")
+    record = json.loads(node["metadata"]["annotations"][RECORD])
+    assert record["replaced"] == "infer-10-0-0-2" and record["tainted"] and record["cordoned"]
+    with open(str(tmp_path / "build" / "remediation" / "report.json")) as handle:
+        rep = dict((n["name"], n) for n in json.load(handle)["nodes"])
+    assert "delete NodeClaim infer-10-0-0-2 (Karpenter replaces the node)" in rep["ip-10-0-0-2"]["done"]
+    assert rep["ip-10-0-0-1"]["decision"] == "none"
