@@ -8,6 +8,7 @@ Jobs, the placement fragment, the device plugin DaemonSet, the pools' node label
 allocates the claims. resource.k8s.io/v1 is served by kube-apiserver without any --runtime-config or feature
 gate (GA in 1.34): the control plane here starts with none.
 """
+import json
 import re
 
 import pytest
@@ -254,3 +255,23 @@ def test_the_validate_stage_runs_the_dra_smoke_jobs_and_judges_nodes_by_their_re
     assert rc == 2, out[-3000:]
     assert "h100-02 (pool big-h100): gpu devices in ResourceSlices of gpu.nvidia.com: 2, expected 4" in \
         " ".join(out.split()), out[-3000:]
+
+
+def test_the_report_counts_dra_devices_and_claim_allocations_from_the_cluster(cluster, tmp_path):
+    """playbooks/report.yml in apply mode reads ResourceSlices and ResourceClaims: the DRA pool's capacity is the
+    GPUs the stand-in publishes, its requested units the devices the scheduler allocated to a running pod's claim."""
+    cp = cluster
+    if not cp.exists("/api/v1/namespaces/%s" % NS):
+        _apply(cp, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    for obj in dra.claim_objects(BY_NAME["train-h100"], NS):
+        _apply(cp, obj)
+    _pod(cp, "train-report", BY_NAME["train-h100"], gpus=1)
+    cp.wait(lambda: _running(cp, "train-report"), 60, "train-report Running")
+    inv = _inventory(tmp_path / "inv", ["train-h100", "plugin-l4"])
+    rc, out = run_site(tmp_path / "b", "-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_kubeconfig=%s" % cp.kubeconfig,
+                       playbook="playbooks/report.yml", inventory=inv)
+    assert rc == 0, out[-4000:]
+    with open(str(tmp_path / "b" / "report" / "fleet.json")) as handle:
+        rows = {r["pool"]: r for r in json.load(handle)["pools"]}
+    assert (rows["train-h100"]["capacity"], rows["train-h100"]["requested"]) == (2, 1)
+    assert rows["plugin-l4"]["capacity"] == 2

@@ -304,3 +304,32 @@ def test_eks_warns_that_karpenter_does_not_simulate_dra_devices():
         "pools": [dict(DRA, gpus_per_node=8, zones=ZONES["eks"])],
         "extra": {"gpufleet_kubernetes_version": "1.34"}})
     assert any("kubernetes-sigs/karpenter#3228" in w for w in warnings), warnings
+
+
+# ------------------------------------------------------------------------------------------ report
+def test_the_report_counts_dra_devices_from_slices_and_allocations_from_claims():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet_report import build_report
+    plan = {"platform": "kubeadm", "cluster_name": "c",
+            "pools": normalize_pools([dict(DRA, gpus_per_node=2), {"name": "p", "gpu_type": "l4", "gpus_per_node": 2}])}
+
+    def node(name, pool, alloc=None):
+        return {"metadata": {"name": name, "labels": {"gpufleet.io/pool": pool}},
+                "status": {"allocatable": alloc or {"cpu": "8"}}}
+    gpu = {"type": {"string": "gpu"}}
+    slices = [{"spec": {"driver": "gpu.nvidia.com", "nodeName": "n-dra",
+                        "devices": [{"name": "gpu-0", "attributes": gpu}, {"name": "gpu-1", "attributes": gpu}]}},
+              {"spec": {"driver": "other.example.com", "nodeName": "n-dra", "devices": [{"name": "x"}]}}]
+    claims = [{"status": {"allocation": {"devices": {"results": [
+        {"driver": "gpu.nvidia.com", "pool": "n-dra", "device": "gpu-1", "request": "gpu"}]}}}}]
+    pods = [{"spec": {"nodeName": "n-dra", "containers": [{"resources": {"claims": [{"name": "gpu"}]}}]},
+             "status": {"phase": "Running"}},
+            {"spec": {"nodeName": "n-plug", "containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+             "status": {"phase": "Running"}}]
+    report = build_report(plan, nodes=[node("n-dra", "d"), node("n-plug", "p", {"nvidia.com/gpu": "2"})],
+                          pods=pods, slices=slices, claims=claims)
+    rows = {r["pool"]: r for r in report["pools"]}
+    assert (rows["d"]["capacity"], rows["d"]["requested"], rows["d"]["idle"]) == (2, 1, 1)
+    assert (rows["p"]["capacity"], rows["p"]["requested"], rows["p"]["idle"]) == (2, 1, 1)
+    # render mode: a DRA pool's planned capacity is its GPUs (no extended resource to expect)
+    planned = build_report(dict(plan, pools=[dict(plan["pools"][0], min_nodes=3)]))
+    assert planned["pools"][0]["capacity"] == 6
