@@ -333,3 +333,23 @@ def test_the_report_counts_dra_devices_from_slices_and_allocations_from_claims()
     # render mode: a DRA pool's planned capacity is its GPUs (no extended resource to expect)
     planned = build_report(dict(plan, pools=[dict(plan["pools"][0], min_nodes=3)]))
     assert planned["pools"][0]["capacity"] == 6
+
+
+def test_eks_nodepool_of_a_dra_pool_labels_its_nodes_for_the_kubelet_plugin():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import nodepool
+    labels = nodepool(normalize_pool(dict(DRA, gpus_per_node=8)))["spec"]["template"]["metadata"]["labels"]
+    assert labels["gpufleet.io/gpu-allocation"] == "dra" and labels["gpufleet.io/pool"] == "d"
+
+
+def test_operator_mode_keeps_its_values_and_the_operators_device_plugin_off_dra_nodes_by_label():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_operator import mig_strategy, operator_values
+    mixed = dict(plan_of(dict(DRA, sharing={"mode": "mig", "mig_profile": "1g.10gb"}),
+                         {"name": "p", "gpu_type": "a100-80gb", "sharing": {"mode": "mig", "mig_strategy": "single",
+                                                                           "mig_profile": "1g.10gb"}}),
+                 addons_mode="operator")
+    # a DRA pool's MIG devices are the DRA driver's: the operator's device plugin strategy follows the others
+    assert mig_strategy(mixed) == "single"
+    values = operator_values(mixed, {})
+    data = values["devicePlugin"]["config"]["data"]
+    assert "d" not in data and "p" in data  # no device plugin config for the DRA pool
+    assert pool_node_labels(mixed["pools"][0])["nvidia.com/gpu.deploy.device-plugin"] == "false"
