@@ -169,6 +169,7 @@ def test_every_bad_label_map_entry_is_reported():
     (ks.dns_subdomain_error, "a." * 126 + "b", None),
     (ks.dns_subdomain_error, "a" * 254, "is 254 characters long; a DNS subdomain has at most 253"),
     (ks.dns_subdomain_error, None, "must be a string, got null"),
+    (ks.dns_subdomain_error, 5, "must be a string, got a number"),
     (ks.dns_subdomain_error, "a_b", "is not a DNS subdomain; use lower-case letters, digits, '-' and '.', each "
                                     "dot-separated part starting and ending with a letter or digit"),
     (ks.qualified_name_error, "a/" + "x" * 63, None),
@@ -301,7 +302,7 @@ def test_every_node_group_problem_is_reported():
     ks._check_node_groups(
         {"pools": [{"node_group": 1}, {"node_group": "gpu_pool_x"}, {"node_group": "gpu_pool_a"},
                    {"node_group": "gpu_pool_a"}, {"node_group": "gpu_pool_b"}]},
-        {"groups": {"all": [], "gpu_pool_a": [], "gpu_pool_b": []},
+        {"groups": {"all": [], "gpu_pool_a": [], "gpu_pool_b": [], "workers": []},
          "node_names": {"h1": "N_1", "h2": "n2", "h3": "n2", "h4": "n4"}}, problems)
     assert problems.errors == [
         "gpufleet_gpu_pools[0].node_group: 1 is not an inventory group name; use one of: gpu_pool_a, gpu_pool_b",
@@ -380,4 +381,38 @@ def test_check_on_cloud_platforms_skips_node_groups_and_names_the_eks_role():
     # self-managed labels: node-role.kubernetes.io is allowed there and only there
     role = pool(labels={"node-role.kubernetes.io/gpu": ""}, node_group="gpu_pool_a")
     assert check({"platform": "k3s", "cluster_name": "ok", "pools": [role]}, None, {"groups": {"gpu_pool_a": []}}) == []
-    assert len(check({"platform": "gke", "cluster_name": "ok", "pools": [role]})) == 1
+    for platform in ("eks", "gke", "gke-autopilot"):
+        assert len(check({"platform": platform, "cluster_name": "ok", "pools": [role]})) == 1, platform
+
+
+def test_check_goes_on_after_a_namespace_left_unset():
+    assert check({"platform": "eks", "cluster_name": "ok", "pools": []},
+                 {"gpu_pools_example_namespace": None, "gpu_validate_namespace": None,
+                  "gpu_validate_exporter_namespace": "Bad"}) == [
+        "gpu_validate_exporter_namespace: 'Bad' is not a namespace name: is not a DNS label; use lower-case letters, "
+        "digits and '-', starting and ending with a letter or digit"]
+
+
+def test_a_node_name_with_a_colon_is_named_by_its_host():
+    problems = Problems()
+    ks._check_node_groups({"pools": []}, {"groups": {}, "node_names": {"h1": "bad: name"}}, problems)
+    assert problems.errors == ["gpufleet_node_name (host h1): 'bad: name' is not a Kubernetes Node name (lowercase "
+                               "RFC 1123 DNS subdomain)"]
+
+
+def test_keys_of_any_type_are_reported_not_a_crash():
+    assert errors(ks.check_labels, "l", {3: "x", "a": "b"}) == ["l[3]: label key 3 must be a string, got a number"]
+    assert errors(ks.check_taints, "p", [{"key": "a", "effect": "NoSchedule", 3: 1, "x": 2}]) == [
+        "p[0]: unknown key(s) 3, x; use one of: key, value, effect"]
+    assert errors(ks.check_tolerations, "t", [{"key": "a", 3: 1, "x": 2}]) == [
+        "t[0]: unknown key(s) 3, x; use one of: key, operator, value, effect, tolerationSeconds"]
+
+
+def test_taints_with_a_bad_key_are_not_counted_as_repeats():
+    keyless = {"key": None, "effect": "NoSchedule"}
+    assert errors(ks.check_taints, "p", [keyless, dict(keyless)]) == [
+        "p[0].key: None must be a string, got null", "p[1].key: None must be a string, got null"]
+
+
+def test_reserved_labels_default_to_a_managed_platform():
+    assert "reserved prefix node-role.kubernetes.io/" in ks.reserved_label_error("node-role.kubernetes.io/gpu")
