@@ -64,7 +64,9 @@ def test_the_cluster_stage_installs_the_dra_driver_and_a_rerun_changes_nothing(a
         assert rc == 0, out[-5000:]
     assert recap(runs[1][1])["changed"] == 0, runs[1][1][-3000:]
     values = yaml.safe_load(open(str(tmp / "build" / "cluster" / "dra-driver" / "dra-driver-values.yaml")))
+    # the file says what the release got (two comment lines, then every value)
     assert values["kubeletPlugin"]["nodeSelector"] == {"gpufleet.io/gpu-allocation": "dra"}
+    assert values["gpuResourcesEnabledOverride"] is True and values["resources"]["gpus"] == {"enabled": True}
     names = [d["metadata"]["name"] for d in cp.items("/apis/resource.k8s.io/v1/deviceclasses")]
     assert sorted(names) == ["gpu.nvidia.com", "mig.nvidia.com"]
 

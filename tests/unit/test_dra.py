@@ -353,3 +353,14 @@ def test_operator_mode_keeps_its_values_and_the_operators_device_plugin_off_dra_
     data = values["devicePlugin"]["config"]["data"]
     assert "d" not in data and "p" in data  # no device plugin config for the DRA pool
     assert pool_node_labels(mixed["pools"][0])["nvidia.com/gpu.deploy.device-plugin"] == "false"
+
+
+def test_the_examples_render_holds_the_dra_pools_claims_in_the_examples_namespace_only():
+    from ansible_collections.gpufleet.k8s.plugins.filter.placement import gpu_pool_examples
+    objs = gpu_pool_examples([dict(DRA, dra={"claim_namespaces": ["ml"]}), {"name": "p", "gpu_type": "l4"}],
+                             "kubeadm", "cuda:1", "gpufleet-examples")
+    kinds = [(o["kind"], o["metadata"]["name"], o["metadata"].get("namespace")) for o in objs]
+    assert kinds == [("Namespace", "gpufleet-examples", None),
+                     ("ResourceClaimTemplate", "d-gpu", "gpufleet-examples"),
+                     ("ResourceClaimTemplate", "d-gpus-4", "gpufleet-examples"),
+                     ("Job", "gpu-example-d", "gpufleet-examples"), ("Job", "gpu-example-p", "gpufleet-examples")]

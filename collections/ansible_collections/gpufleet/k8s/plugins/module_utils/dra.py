@@ -57,6 +57,7 @@ DRA_KEYS = ("product_name", "min_memory_gb", "time_slice_interval", "mps_active_
 DRIVER_ROOTS = {"gke": "/home/kubernetes/bin/nvidia"}
 VERSION = re.compile(r"^v?([0-9]+)\.([0-9]+)(\.[0-9]+)?([-+].*)?$")
 QUOTED = re.compile(r"^[^'\\\n]*$")
+CHART_VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$")
 
 
 def is_dra(pool):
@@ -139,8 +140,8 @@ def check_pool(var, pool, problems):
         problems.error(var + ".sharing", "%s only appl%s to the device plugin; a DRA pool shares through the "
                        "driver's GpuConfig: use sharing.mode (%s) with dra.time_slice_interval or "
                        "dra.mps_active_thread_percentage, or allocation: device-plugin"
-                       % (", ".join(given), "ies" if len(given) == 1 else "y", one_of(("none", "time-slicing",
-                                                                                          "mps", "mig"))))
+                       % (", ".join(given), "ies" if len(given) == 1 else "y",
+                          one_of(("none", "time-slicing", "mps", "mig"))))
     interval = dra.get("time_slice_interval")
     if interval is not None and (mode != "time-slicing" or interval not in TIME_SLICE_INTERVALS):
         problems.error(var + ".dra.time_slice_interval", "%r is not allowed%s; use %s" % (
@@ -167,8 +168,7 @@ def check(params, plan, problems):
         if not isinstance(s.get(key), bool):
             problems.error(SETTINGS_PREFIX + key, "%r is not a boolean; use one of: true, false" % (s.get(key),))
     version = s.get("chart_version")
-    if not isinstance(version, str) or (version and not re.match(r"^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$",
-                                                                  version)):
+    if not isinstance(version, str) or (version and not CHART_VERSION.match(version)):
         problems.error(SETTINGS_PREFIX + "chart_version", "%r is not allowed; use a chart version such as %s "
                        "(no v prefix), or empty for the pinned one" % (version, CHARTS["dra_driver"]["version"]))
     if s.get("state") not in ("present", "absent"):
@@ -366,7 +366,9 @@ def claim_objects(pool, namespace):
     if not is_dra(pool):
         return []
     mode = _mode(pool)
-    meta = lambda name: {"name": name, "namespace": namespace, "labels": _labels(pool)}  # noqa: E731
+
+    def meta(name):
+        return {"name": name, "namespace": namespace, "labels": _labels(pool)}
     out = []
     if mode == "mig":
         out.append({"apiVersion": API_VERSION, "kind": "ResourceClaimTemplate", "metadata": meta(template_name(pool)),
@@ -386,11 +388,11 @@ def claim_objects(pool, namespace):
     return out
 
 
-def claims_for_pools(pools, namespaces):
-    """Claim objects of every DRA pool in each of ``namespaces`` and the pool's own dra.claim_namespaces."""
+def claims_for_pools(pools, namespaces, own=True):
+    """Claim objects of every DRA pool in each of ``namespaces`` and (``own``) the pool's dra.claim_namespaces."""
     out = []
     for pool in dra_pools(pools):
-        wanted = list(namespaces) + [n for n in (pool.get("dra") or {}).get("claim_namespaces") or []
+        wanted = list(namespaces) + [n for n in ((pool.get("dra") or {}).get("claim_namespaces") or [] if own else [])
                                      if n not in namespaces]
         for ns in wanted:
             out.extend(claim_objects(pool, ns))
