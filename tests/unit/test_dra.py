@@ -364,3 +364,16 @@ def test_the_examples_render_holds_the_dra_pools_claims_in_the_examples_namespac
                      ("ResourceClaimTemplate", "d-gpu", "gpufleet-examples"),
                      ("ResourceClaimTemplate", "d-gpus-4", "gpufleet-examples"),
                      ("Job", "gpu-example-d", "gpufleet-examples"), ("Job", "gpu-example-p", "gpufleet-examples")]
+
+
+@pytest.mark.parametrize("platform,mode,extra,root", [
+    ("kubeadm", "standalone", {}, "/"),
+    ("kubeadm", "operator", {}, "/"),                                      # host driver (auto on kubeadm)
+    ("kubeadm", "operator", {"gpu_operator_host_driver": False}, "/run/nvidia/driver"),
+    ("openshift", "operator", {}, "/run/nvidia/driver"),                   # the operator installs the driver
+    ("gke", "standalone", {}, "/home/kubernetes/bin/nvidia"),
+    ("kubeadm", "operator", {"gpu_operator_host_driver": False, "nvidia_dra_driver_driver_root": "/opt/nv"}, "/opt/nv"),
+])
+def test_driver_root_follows_where_the_driver_is(platform, mode, extra, root):
+    plan = dict(plan_of(DRA, platform=platform), addons_mode=mode)
+    assert dra.driver_values(plan, extra)["nvidiaDriverRoot"] == root

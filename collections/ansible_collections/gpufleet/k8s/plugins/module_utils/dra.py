@@ -55,6 +55,8 @@ DRA_KEYS = ("product_name", "min_memory_gb", "time_slice_interval", "mps_active_
             "claim_namespaces")
 # GKE installs the driver under /home/kubernetes/bin/nvidia (GKE's DRA guide: the chart with that root).
 DRIVER_ROOTS = {"gke": "/home/kubernetes/bin/nvidia"}
+# where the GPU Operator's driver container puts the driver (NVIDIA's DRA driver docs: nvidiaDriverRoot)
+OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 VERSION = re.compile(r"^v?([0-9]+)\.([0-9]+)(\.[0-9]+)?([-+].*)?$")
 QUOTED = re.compile(r"^[^'\\\n]*$")
 CHART_VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$")
@@ -219,11 +221,21 @@ def check(params, plan, problems):
 
 
 # ------------------------------------------------------------------------------------------ helm values
-def driver_root(platform, s):
+def driver_root(plan, s, extra=None):
+    """nvidiaDriverRoot: the input, else where the driver is: the GPU Operator's driver container
+    (/run/nvidia/driver) in operator mode when the operator installs the driver, GKE's install directory,
+    or the host (/)."""
     root = s.get("driver_root") or "auto"
     if root != "auto":
         return root
-    return DRIVER_ROOTS.get(platform, "/")
+    if plan.get("addons_mode") == "operator":
+        # imported here: gpu_operator -> device_plugin -> dra
+        from ansible_collections.gpufleet.k8s.plugins.module_utils import addons, gpu_operator
+        op = addons.settings(plan, extra or {})
+        host_driver = gpu_operator.host_components(plan, op)[0]
+        if addons.truthy(op["gpu_operator_driver_enabled"], not host_driver):
+            return OPERATOR_DRIVER_ROOT
+    return DRIVER_ROOTS.get(plan.get("platform"), "/")
 
 
 def chart(s, chart_path=""):
@@ -256,7 +268,7 @@ def driver_values(plan, extra):
     tag = img["tag"] + ("@" + img["digest"] if img.get("digest") else "")
     gpus = bool(s.get("gpus_enabled"))
     values = {
-        "nvidiaDriverRoot": driver_root(plan.get("platform"), s),
+        "nvidiaDriverRoot": driver_root(plan, s, extra),
         # the chart refuses resources.gpus.enabled without this acknowledgement (GPU part: tech preview)
         "gpuResourcesEnabledOverride": gpus,
         "resources": {"gpus": {"enabled": gpus},
