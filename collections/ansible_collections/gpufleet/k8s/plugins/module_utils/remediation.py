@@ -304,8 +304,8 @@ def plan(nodes, pools, platform, metric_findings, policy, nodeclaims=None):
                                      "remediation" % (policy["max_nodes"], total))
         elif pool_active[pool] >= allowed:
             entry["held_because"] = ("at most %g%% of pool %s at once (gpu_remediation_max_percent): %d of its %d "
-                                     "node(s), %d under remediation" % (policy["max_percent"], pool, allowed, size,
-                                                                         pool_active[pool]))
+                                     "node(s), %d under remediation"
+                                     % (policy["max_percent"], pool, allowed, size, pool_active[pool]))
         elif takes_out and counts and in_service[pool] - 1 < minimum:
             entry["held_because"] = ("pool %s would drop below its minimum of %d schedulable node(s) (min_nodes); "
                                      "%d schedulable now" % (pool, minimum, in_service[pool]))

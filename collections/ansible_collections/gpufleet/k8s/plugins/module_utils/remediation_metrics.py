@@ -28,6 +28,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import math
 
 from ansible.module_utils.six.moves.urllib.parse import urlencode
 from ansible.module_utils.urls import open_url
@@ -67,7 +68,7 @@ def samples(response, what="query"):
             value = float((sample.get("value") or [0, "nan"])[1])
         except (TypeError, ValueError, IndexError):
             continue
-        if value != value:  # NaN: no data
+        if math.isnan(value):  # no data
             continue
         out.append((sample.get("metric") or {}, value))
     return out

@@ -13,7 +13,7 @@ module: gpu_remediate
 short_description: Find unhealthy GPU nodes and taint, cordon, drain or replace them within limits
 version_added: "0.3.0"
 description:
-  - Reads every Node, and the DCGM metrics through the Prometheus HTTP API when O(policy.prometheus_url) is
+  - Reads every Node, and the DCGM metrics through the Prometheus HTTP API when C(policy.prometheus_url) is
     set, and decides which GPU nodes are unhealthy - C(nvidia.com/gpu) (or MIG) allocatable below capacity,
     XID errors judged by NVIDIA's XID catalog, double-bit ECC errors, pages pending retirement, retired pages,
     row-remap failure, NVLink recovery errors.
@@ -21,10 +21,10 @@ description:
     C(gpufleet.io/gpu-unhealthy:NoSchedule), cordon, drain through the Eviction API, and replace (on EKS
     delete the Karpenter NodeClaim; on GKE leave it to node auto-repair; on self-managed clusters the GPU
     reset or reboot is only planned).
-  - Never more than O(policy.max_nodes) nodes at once, nor more than O(policy.max_percent) of a pool, nor
+  - Never more than C(policy.max_nodes) nodes at once, nor more than C(policy.max_percent) of a pool, nor
     below a pool's C(min_nodes) schedulable nodes; a node that would break a limit is reported as held.
   - When a node it remediated is healthy again, removes its own taint and cordon (only those) and the record.
-  - O(policy.dry_run) (the default) reads and decides, and changes nothing.
+  - C(policy.dry_run) (the default) reads and decides, and changes nothing.
   - The policy is validated before anything is read; a bad value fails naming the variable and what is allowed.
 author:
   - gpufleet maintainers (@gpufleet)
