@@ -50,11 +50,15 @@ def cluster(control_plane, tmp_path_factory):
     inv = tmp / "inv"
     (inv / "group_vars" / "all").mkdir(parents=True)
     (inv / "group_vars" / "all" / "gpufleet.yml").write_text(POOL)
+    # the GPU hosts' SSH address is a closed port: remediation reads nvidia-smi on the hosts that answer, and
+    # these do not (the cluster's and the metrics' evidence still count)
+    port = free_port()
     (inv / "hosts.yml").write_text(
         "all:\n  children:\n    gpufleet_controller:\n      hosts:\n        localhost:\n"
         "          ansible_connection: local\n          ansible_python_interpreter: \"{{ ansible_playbook_python }}\"\n"
         "    gpu_nodes:\n      children:\n        gpu_pool_train:\n          hosts:\n"
-        + "".join("            %s: {gpufleet_node_name: gpu-%s, ansible_host: 127.0.0.1}\n" % (h, h) for h in HOSTS))
+        + "".join("            %s: {gpufleet_node_name: gpu-%s, ansible_host: 127.0.0.1, ansible_port: %d}\n"
+                  % (h, h, port) for h in HOSTS))
     for host in HOSTS:
         cp.add_node("gpu-" + host, gpu=2, labels={"gpufleet.io/pool": "train"},
                     taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])
@@ -127,6 +131,7 @@ def test_dry_run_reports_and_changes_nothing(cluster):
     before = dict((h, state(cp, "gpu-" + h)) for h in HOSTS)
     rc, out = remediate(cluster)
     assert rc == 0, out[-3000:]
+    assert "Read the GPUs with one nvidia-smi call" in out and "Connection refused" in out, out[:5000]  # tried, went on
     assert dict((h, state(cp, "gpu-" + h)) for h in HOSTS) == before
     rep = report(cluster)
     assert rep["gpu-h1"]["decision"] == "act" and rep["gpu-h1"]["state"] == "unhealthy"

@@ -49,6 +49,13 @@ options:
         C(thresholds), C(xid_overrides), C(drain_timeout), C(drain_force), C(delete_emptydir_data).
     type: dict
     default: {}
+  gpu_facts:
+    description:
+      - What C(nvidia-smi -q -x) says on the reachable hosts, by Node name - the results of
+        M(gpufleet.k8s.nvidia_gpu_info) (a host that did not answer adds nothing). Double-bit ECC errors, a
+        pending or failed row remapping, pages pending retirement and a lost GPU (C(device-handle-error)) count.
+    type: dict
+    default: {}
   prometheus_validate_certs:
     description: Verify the Prometheus server's TLS certificate.
     type: bool
@@ -221,6 +228,7 @@ def argspec():
         platform=dict(type="str", required=True),
         cluster_name=dict(type="str", default=""),
         policy=dict(type="dict", default={}),
+        gpu_facts=dict(type="dict", default={}),
         prometheus_validate_certs=dict(type="bool", default=True),
         prometheus_timeout=dict(type="int", default=30),
     )
@@ -245,6 +253,7 @@ def run(module):
                                                      validate_certs=p["prometheus_validate_certs"])
             found = remediation_metrics.findings(
                 responses, policy["thresholds"], lambda code: remediation.xid_verdict(code, policy["xid_overrides"]))
+        found = remediation.merge_findings(found, remediation.host_findings(p["gpu_facts"], policy["thresholds"]))
         api = _Api(get_api_client(**connection_args(p)).client.client)
         claims = api.list_nodeclaims() if p["platform"] in remediation.KARPENTER_PLATFORMS else []
         entries = remediation.plan(api.list_nodes(), p["pools"], p["platform"], found, policy, claims)
