@@ -123,7 +123,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import connection_args
-from ansible_collections.gpufleet.k8s.plugins.module_utils.drain import TooManyRequests
+from ansible_collections.gpufleet.k8s.plugins.module_utils.drain_client import DrainApi
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import FIELD_MANAGER, Conflict
 from ansible_collections.gpufleet.k8s.plugins.module_utils import remediation, remediation_metrics, remediation_run
@@ -137,24 +137,19 @@ except ImportError:
     HAS_K8S = False
 
 
-class _Api(object):
-    """Nodes, Pods, evictions, budgets and NodeClaims through the kubernetes client, as plain dicts."""
+class _Api(DrainApi):
+    """The drain's view (DrainApi) plus Nodes and Karpenter NodeClaims, as plain dicts."""
 
     def __init__(self, api_client):
-        self.core = kubernetes.client.CoreV1Api(api_client)
-        self.policy = kubernetes.client.PolicyV1Api(api_client)
+        super(_Api, self).__init__(api_client)
         self.custom = kubernetes.client.CustomObjectsApi(api_client)
 
-    @staticmethod
-    def _json(response):
-        return json.loads(response.data)
-
     def list_nodes(self):
-        return self._json(self.core.list_node(_preload_content=False)).get("items") or []
+        return self._items(self.core.list_node(_preload_content=False))
 
     def get_node(self, name):
         try:
-            return self._json(self.core.read_node(name, _preload_content=False))
+            return json.loads(self.core.read_node(name, _preload_content=False).data)
         except ApiException as exc:
             if exc.status == 404:
                 return None
@@ -172,41 +167,10 @@ class _Api(object):
             raise
         return True
 
-    def list_pods(self, node):
-        return self._json(self.core.list_pod_for_all_namespaces(
-            field_selector="spec.nodeName=%s" % node, _preload_content=False)).get("items") or []
-
-    def evict(self, namespace, name, grace_period):
-        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
-        try:
-            self.core.create_namespaced_pod_eviction(name, namespace, body, _preload_content=False)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            if exc.status == 429:
-                raise TooManyRequests(str(exc.body))
-            raise
-        return True
-
-    def get_pod(self, namespace, name):
-        try:
-            return self._json(self.core.read_namespaced_pod(name, namespace, _preload_content=False))
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-
-    def list_pdbs(self, namespaces):
-        out = []
-        for namespace in namespaces:
-            out += self._json(self.policy.list_namespaced_pod_disruption_budget(
-                namespace, _preload_content=False)).get("items") or []
-        return out
-
     def list_nodeclaims(self):
         try:
-            return self._json(self.custom.list_cluster_custom_object(
-                "karpenter.sh", "v1", "nodeclaims", _preload_content=False)).get("items") or []
+            return self._items(self.custom.list_cluster_custom_object(
+                "karpenter.sh", "v1", "nodeclaims", _preload_content=False))
         except ApiException as exc:
             if exc.status == 404:  # Karpenter is not installed
                 return []
