@@ -26,6 +26,7 @@ cp -r collections/ansible_collections "$work/src/"
 rm -rf "$work/src/ansible_collections/gpufleet/k8s/tests"
 cp tests/*.py "$work/tests/"
 cp -r tests/fixtures "$work/tests/"
+cp pytest.ini "$work/"   # the tier markers, and pytest's rootdir stays in the copy
 for d in roles/*/meta roles/*/defaults; do   # what the tests read of the roles (argument specs, defaults)
   [ -d "$d" ] && mkdir -p "$work/$d" && cp "$d"/*.yml "$work/$d/"
 done
@@ -45,7 +46,7 @@ done
   printf 'pytest_add_cli_args_test_selection =\n'; printf '    %s\n' "${selection[@]}"
   printf 'pytest_add_cli_args =\n    -p\n    no:cacheprovider\n    -q\n'
   echo "use_git_change_detection = false"
-  printf 'also_copy =\n    roles\n'   # tests read the roles' argument specs beside tests/
+  printf 'also_copy =\n    roles\n    pytest.ini\n'   # tests read the roles' argument specs beside tests/
 } > "$work/setup.cfg"
 cd "$work"
 export GPUFLEET_ROLES_DIR=$work/roles PY_COLORS=0 NO_COLOR=1

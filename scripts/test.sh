@@ -6,8 +6,17 @@
 #   scripts/test.sh                 everything
 #   MOLECULE_SCENARIOS="a b" ...    only these scenarios;  MOLECULE_JOBS=N  parallel scenarios
 #   MOLECULE_BACKGROUND=1 ...       run molecule beside lint and pytest (machines with spare cores)
+#   scripts/test.sh --quick         the edit loop: setup, then only the pytest tiers unit, render and contract
+#                                   (markers from tests/conftest.py: no playbook run, container, control plane,
+#                                   molecule, lint, build or sanity); CI and the README run it without flags
 # Each step prints its duration; the last line gives the total.
 set -uo pipefail
+quick=0
+case "${1:-}" in
+  "") ;;
+  --quick) quick=1 ;;
+  *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 logs=$root/build/test-logs
@@ -38,6 +47,18 @@ export ANSIBLE_CONFIG=$root/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH=$root/collections
 export ANSIBLE_ROLES_PATH=$root/roles
 export PY_COLORS=0 ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1
+
+if [ "$quick" = 1 ]; then
+  step "pytest --quick (tiers unit, render, contract)"
+  python -m pytest -q -n "${PYTEST_WORKERS:-3}" --dist loadfile --durations=10 -m "not (playbook or container or cluster or molecule)" \
+    tests collections/ansible_collections/gpufleet/k8s/tests/unit
+  rc=$?
+  step "done"
+  [ $rc -eq 0 ] && echo "quick checks: OK (not run: lint, build, sanity, playbook/container/cluster tests, molecule)" \
+    || echo "quick checks: FAILED (see above)"
+  echo "total: $((SECONDS - t0)) s"
+  exit $rc
+fi
 
 step "molecule scenarios (start)"
 scenarios=${MOLECULE_SCENARIOS:-$(cd molecule && for d in */; do [ -f "$d/molecule.yml" ] && echo "${d%/}"; done)}
