@@ -30,6 +30,8 @@ bash scripts/bootstrap.sh || exit 1
 bash scripts/harness-setup.sh || exit 1
 # the test control plane (etcd, kube-apiserver, controller-manager, scheduler, KWOK, helm) from the Go
 # module proxy, cached per version in ~/.cache/gpufleet/controlplane: minutes cold, a second when cached
+# (--quick skips these three: only playbook, container and cluster tests use them)
+if [ "$quick" = 0 ]; then
 bash scripts/controlplane-build.sh build >/dev/null || exit 1
 # checkov for tests/integration/test_checkov_baseline.py, in its own venv (it pins packaging<24, which the
 # locked ansible-core cannot use), cached under ~/.cache/gpufleet: about a minute cold, a second when cached
@@ -37,6 +39,7 @@ bash scripts/checkov.sh --version >/dev/null || exit 1
 # ansible-core 2.18 (the older supported line) for tests/integration/test_ansible_core_218.py, its own venv
 # under ~/.cache/gpufleet: about a minute cold
 bash scripts/ansible-core-218.sh --version >/dev/null || exit 1
+fi
 if [ -f tests/schemas/package.json ]; then
   (cd tests/schemas && { [ -d node_modules ] && [ node_modules/.stamp -nt package-lock.json ] || { npm ci --no-audit --no-fund --silent && touch node_modules/.stamp; }; }) || exit 1
 fi
