@@ -89,13 +89,13 @@ def lgip(state, index):
             taken = len([g for g in gpu["gis"] if g["profile"] == name])
             free = max(0, min(most - taken, (7 - used_c) // cs))
             me = 1 if name.endswith("+me") else 0
-            rows.append(["%3d  MIG %-13s %4d     %d/%-10d %-9s No     %3d     %d     %d   " % (
-                i, name, pid, free, most, mem, cs * 16 + (cs == 7) * 20, cs, me),
-                "%46s %3d     %d     %d   " % ("", cs, me, me)])
+            rows.append(["%3d  MIG %-13s%3d     %-10s %-10s No     %-6d %-5d %-4d" % (
+                i, name, pid, "%d/%d" % (free, most), mem, cs * 16 + (cs == 7) * 20, cs, 0),
+                "%59s %-5d %-5d %-3d" % ("", cs, me, me)])
     if not rows:
         fail("No MIG-enabled devices found.")
     print(box("GPU instance profiles:", ["GPU   Name             ID    Instances   Memory     P2P    SM    DEC   ENC",
-                                         "                              Free/Total   GiB              CE    JPEG  OFA"],
+                                         "                             Free/Total   GiB              CE    JPEG  OFA"],
               rows, 77))
 
 
