@@ -7,7 +7,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import dra, mirror_manifest, mirror_scripts, versions
+from ansible_collections.gpufleet.k8s.plugins.module_utils import dra, dra_driver, mirror_manifest, mirror_scripts, versions
 from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import device_plugin_objects, plugin_configs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import example_job, placement
@@ -116,7 +116,7 @@ def plan_of(*pools, platform="kubeadm"):
 
 def test_driver_values_select_the_dra_pools_nodes_and_pin_the_image():
     pool = dict(DRA, taints=[{"key": "team", "value": "ml", "effect": "NoSchedule"}])
-    values = dra.driver_values(plan_of(pool, {"name": "p", "gpu_type": "l4"}), {
+    values = dra_driver.driver_values(plan_of(pool, {"name": "p", "gpu_type": "l4"}), {
         "gpufleet_registry_prefix": "mirror.local:5000", "gpufleet_image_pull_secrets": ["pull"]})
     assert values["kubeletPlugin"]["nodeSelector"] == {"gpufleet.io/gpu-allocation": "dra"}
     assert values["kubeletPlugin"]["affinity"] is None  # the chart's NFD/GFD affinity is removed
@@ -132,7 +132,7 @@ def test_driver_values_select_the_dra_pools_nodes_and_pin_the_image():
 
 def test_driver_values_follow_the_settings_and_platform():
     digest = "sha256:" + "b" * 64
-    values = dra.driver_values(plan_of(DRA, platform="gke"), {
+    values = dra_driver.driver_values(plan_of(DRA, platform="gke"), {
         "nvidia_dra_driver_compute_domains_enabled": True,
         "gpufleet_image_overrides": {"dra_driver": {"tag": "v25.12.1", "digest": digest}},
         "nvidia_dra_driver_values_overrides": {"kubeletPlugin": {"priorityClassName": "x"}, "logVerbosity": "6"}})
@@ -145,8 +145,8 @@ def test_driver_values_follow_the_settings_and_platform():
 
 
 def test_chart_is_pinned_unless_overridden():
-    assert dra.chart(dra.settings({}))["version"] == versions.CHARTS["dra_driver"]["version"] == "25.12.0"
-    assert dra.chart(dra.settings({"nvidia_dra_driver_chart_version": "25.8.1"}))["version"] == "25.8.1"
+    assert dra_driver.chart(dra_driver.settings({}))["version"] == versions.CHARTS["dra_driver"]["version"] == "25.12.0"
+    assert dra_driver.chart(dra_driver.settings({"nvidia_dra_driver_chart_version": "25.8.1"}))["version"] == "25.8.1"
 
 
 # ------------------------------------------------------------------------------------------ claims
@@ -282,7 +282,7 @@ def test_docs_dra_holds_the_pinned_versions():
 def test_role_defaults_equal_the_argument_spec():
     with open(os.path.join(ROOT, "roles", "nvidia_dra_driver", "defaults", "main.yml")) as handle:
         defaults = yaml.safe_load(handle)
-    assert {"nvidia_dra_driver_" + k: v for k, v in dra.settings_defaults().items()} == defaults
+    assert {"nvidia_dra_driver_" + k: v for k, v in dra_driver.settings_defaults().items()} == defaults
 
 
 def test_gke_refuses_node_auto_creation_for_a_dra_pool_and_says_how_to_create_the_node_pool():
@@ -376,7 +376,7 @@ def test_the_examples_render_holds_the_dra_pools_claims_in_the_examples_namespac
 ])
 def test_driver_root_follows_where_the_driver_is(platform, mode, extra, root):
     plan = dict(plan_of(DRA, platform=platform), addons_mode=mode)
-    assert dra.driver_values(plan, extra)["nvidiaDriverRoot"] == root
+    assert dra_driver.driver_values(plan, extra)["nvidiaDriverRoot"] == root
 
 
 def test_a_pool_moving_back_to_the_device_plugin_loses_the_dra_labels_gpufleet_set():

@@ -9,7 +9,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.dra import chart, claims_for_pools, driver_values, settings
+from ansible_collections.gpufleet.k8s.plugins.module_utils.dra import claims_for_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.dra_driver import chart, driver_values, settings
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool

@@ -16,7 +16,8 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.dra import chart as dra_chart, dra_pools, settings as dra_settings
+from ansible_collections.gpufleet.k8s.plugins.module_utils.dra import dra_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.dra_driver import chart as dra_chart, settings as dra_settings
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
 from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import pool_architectures

@@ -29,7 +29,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import output_tree
 from ansible_collections.gpufleet.k8s.plugins.module_utils import runtime_removal
 from ansible_collections.gpufleet.k8s.plugins.module_utils import input_text
 from ansible_collections.gpufleet.k8s.plugins.module_utils import gitops
-from ansible_collections.gpufleet.k8s.plugins.module_utils import dra
+from ansible_collections.gpufleet.k8s.plugins.module_utils import dra_driver
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
@@ -50,7 +50,7 @@ CHECKS.append(output_tree.check)
 CHECKS.append(runtime_removal.check)
 CHECKS.append(input_text.check)
 CHECKS.append(gitops.check)
-CHECKS.append(dra.check)
+CHECKS.append(dra_driver.check)
 
 
 def run_preflight(params):

@@ -78,7 +78,7 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.apply_run import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.api_server import (
     ApiError, Lost, Server, list_objects, served_api_versions)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import access_problem, connection_args
 

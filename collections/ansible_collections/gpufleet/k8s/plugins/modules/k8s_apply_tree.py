@@ -120,7 +120,8 @@ pruned:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.apply_run import Server, run_tree
+from ansible_collections.gpufleet.k8s.plugins.module_utils.api_server import Server
+from ansible_collections.gpufleet.k8s.plugins.module_utils.apply_run import run_tree
 from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import apply_problem, connection_args
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.render import objects_from_json
