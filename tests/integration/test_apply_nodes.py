@@ -1,14 +1,14 @@
 """Apply mode before any cluster is reached, through the real playbooks and the real kubernetes client:
 a closed port on 127.0.0.1 (nothing listens) is the real "unreachable cluster" case; a missing kubeconfig
 and retired variables are refused first. Everything that talks to a cluster runs on the real control plane
-of tests/controlplane.py (test_cp_*.py).
+of tests/helpers/controlplane.py (test_cp_*.py).
 """
 import re
 import socket
 
 import pytest
 
-from test_site_render import run_site
+from ansible_run import flat, run_site
 
 
 def closed_port():
@@ -17,10 +17,6 @@ def closed_port():
     port = sock.getsockname()[1]
     sock.close()  # nothing listens there any more
     return port
-
-
-def flat(out):
-    return re.sub(r"\s+", " ", out)
 
 
 @pytest.mark.parametrize("playbook", ["playbooks/provision.yml", "playbooks/cluster.yml", "playbooks/validate.yml"])

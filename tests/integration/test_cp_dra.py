@@ -1,7 +1,7 @@
-"""Pools with allocation: dra on the real control plane (tests/controlplane.py; kube-apiserver, kube-scheduler
+"""Pools with allocation: dra on the real control plane (tests/helpers/controlplane.py; kube-apiserver, kube-scheduler
 and kube-controller-manager v1.37, KWOK for the kubelets).
 
-The DRA driver cannot run here (no GPU, no kubelet): tests/dra_standin.py, a labelled STAND-IN, publishes the
+The DRA driver cannot run here (no GPU, no kubelet): tests/helpers/dra_standin.py, a labelled STAND-IN, publishes the
 ResourceSlices its kubelet plugin would publish for the simulated GPUs and creates the DeviceClasses its chart
 creates. Everything gpufleet renders is the real output of module_utils (the pools' claim templates, the smoke
 Jobs, the placement fragment, the device plugin DaemonSet, the pools' node labels), and the real scheduler

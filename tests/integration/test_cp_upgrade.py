@@ -1,4 +1,4 @@
-"""The rolling driver upgrade (playbooks/upgrade_driver.yml) on a real control plane (tests/controlplane.py).
+"""The rolling driver upgrade (playbooks/upgrade_driver.yml) on a real control plane (tests/helpers/controlplane.py).
 
 gpufleet's own add-ons run on the GPU nodes as they do in a cluster (provision + cluster stages: the device
 plugin and GFD pods mount an emptyDir), a user's Deployment runs there under a PodDisruptionBudget, and the
@@ -6,14 +6,13 @@ drain goes through the real Eviction API, with the real disruption controller co
 stands in for the kubelets. The GPU host itself is an SSH address where nothing listens (127.0.0.1, a
 closed port): the driver install meets an unreachable host, as when a node does not come back.
 """
-import re
 import socket
 import threading
 import time
 
 import pytest
 
-from test_site_render import recap, run_site
+from ansible_run import flat, recap, run_site
 
 POOL = ("gpufleet_platform: kubeadm\ngpufleet_cluster_name: upgrade\ngpufleet_addons_mode: standalone\n"
         "gpufleet_gpu_pools:\n  - {name: plain, gpu_type: l4, gpus_per_node: 1, node_group: gpu_pool_plain}\n"
@@ -26,10 +25,6 @@ def closed_port():
     port = sock.getsockname()[1]
     sock.close()
     return port
-
-
-def flat(out):
-    return re.sub(r"\s+", " ", out)
 
 
 @pytest.fixture(scope="module")

@@ -14,15 +14,12 @@ reports changed=0.
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
+from ansible_run import ROOT, ansible
 from systemd_node import per_worker, apt_install, converge, podman, podman_inventory, remove, shell_of, start
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
 NODE = per_worker("gpufleet-i15-rocky-standin")
 OS_RELEASE = """NAME="Rocky Linux"
 VERSION="9.4 (Blue Onyx)"
@@ -73,9 +70,8 @@ def play(node, *args):
 
 
 def test_ansible_sees_a_rocky_9_host(node):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_CALLBACK_RESULT_FORMAT="json")
-    proc = subprocess.run([os.path.join(BIN, "ansible"), NODE, "-i", node["inventory"], "-m", "ansible.builtin.setup",
-                           "-a", "gather_subset=min"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    proc = ansible("ansible", NODE, "-i", node["inventory"], "-m", "ansible.builtin.setup", "-a", "gather_subset=min",
+                   timeout=120, ANSIBLE_CALLBACK_RESULT_FORMAT="json")
     facts = json.loads(proc.stdout[proc.stdout.index("{"):])["ansible_facts"]
     assert (facts["ansible_distribution"], facts["ansible_distribution_major_version"], facts["ansible_os_family"]) == (
         "Rocky", "9", "RedHat")

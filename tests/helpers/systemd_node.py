@@ -2,14 +2,13 @@
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
-import sys
 import time
 
+from ansible_run import CHECKOUT_PATHS, ROOT, recap, run_playbook
+
 DEBIAN12 = "localhost/gpufleet-debian:12"
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _standin_versions():
@@ -36,8 +35,7 @@ DEBIAN12_DRIVER_PACKAGE = DEBIAN12_DRIVER + "-1"
 def per_worker(name):
     """``name`` made unique per checkout and per pytest-xdist worker: two clones tested at once, or
     two workers of one run, each boot their own container instead of removing each other's."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    tag = hashlib.sha256(root.encode()).hexdigest()[:6]
+    tag = hashlib.sha256(ROOT.encode()).hexdigest()[:6]
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     return "-".join([name, tag] + ([worker] if worker else []))
 
@@ -143,8 +141,7 @@ def standin_toolkit_repo(path):
     """The local apt repository standing in for NVIDIA's unreachable toolkit repository (real package
     names; versions TOOLKIT_OLDER, TOOLKIT_PINNED and TOOLKIT_NEWER; see
     molecule/nvidia_container_toolkit/files/build-standin-repo.sh)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    subprocess.run([os.path.join(root, "molecule", "nvidia_container_toolkit", "files", "build-standin-repo.sh"), str(path)],
+    subprocess.run([os.path.join(ROOT, "molecule", "nvidia_container_toolkit", "files", "build-standin-repo.sh"), str(path)],
                    check=True, capture_output=True)
     return str(path)
 
@@ -152,15 +149,8 @@ def standin_toolkit_repo(path):
 def converge(inventory, playbook, host, *args, timeout=600):
     """Run the real ansible-playbook of this checkout on ``playbook`` against ``inventory``; it must
     succeed. Returns (changed count of ``host`` from the recap, the output with whitespace collapsed)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    bindir = os.path.dirname(sys.executable)
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(root, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(root, "collections"), ANSIBLE_ROLES_PATH=os.path.join(root, "roles"),
-               PATH=bindir + os.pathsep + os.environ["PATH"])
-    proc = subprocess.run([os.path.join(bindir, "ansible-playbook"), "-i", inventory, playbook] + list(args),
-                          cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
-    out = re.sub(r"\s+", " ", proc.stdout + proc.stderr)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    match = re.search(r"%s : ok=\d+ changed=(\d+) unreachable=0 failed=0" % re.escape(host), out)
-    assert match, out[-3000:]
-    return int(match.group(1)), out
+    rc, out = run_playbook(playbook, "-i", inventory, *args, timeout=timeout, collapse=True, **CHECKOUT_PATHS)
+    assert rc == 0, out[-6000:]
+    counts = recap(out, host)
+    assert (counts["unreachable"], counts["failed"]) == (0, 0), out[-3000:]
+    return counts["changed"], out
