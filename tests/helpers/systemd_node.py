@@ -1,4 +1,6 @@
-"""A real Debian systemd container for the integration tests (podman, images from scripts/harness-setup.sh)."""
+"""The node containers of the integration tests (podman, images from scripts/harness-setup.sh): a real Debian
+12/13 with systemd as PID 1 (boot), one without systemd (start), and STAND-INS for what cannot be obtained
+here, built on Debian: a Rocky Linux 9 host (rocky_standin), a local toolkit apt repository."""
 import hashlib
 import json
 import os
@@ -90,6 +92,43 @@ def standin_apt_node(name, build):
     start(name)
     shell(name, apt_install("apt-utils") + " 2>&1")
     shell(name, build)
+
+
+# The RHEL-family STAND-IN (no RHEL-family image can be obtained here): a Debian 12 container whose
+# /etc/os-release and /etc/redhat-release name Rocky Linux 9.4, with Debian's real rpm and dnf, and the
+# BaseOS, CRB and EPEL repositories built by tests/standin/build-el-standin-repos.sh (real package names,
+# stand-in contents) under /srv/rpm.
+ROCKY_OS_RELEASE = """NAME="Rocky Linux"
+VERSION="9.4 (Blue Onyx)"
+ID="rocky"
+ID_LIKE="rhel centos fedora"
+VERSION_ID="9.4"
+PLATFORM_ID="platform:el9"
+PRETTY_NAME="Rocky Linux 9.4 (Blue Onyx) - gpufleet STAND-IN on a Debian userland"
+"""
+ROCKY_REPO = """[baseos]
+name=Rocky 9 BaseOS (gpufleet stand-in)
+baseurl=file:///srv/rpm/baseos
+enabled=1
+gpgcheck=0
+
+[crb]
+name=Rocky 9 CRB (gpufleet stand-in)
+baseurl=file:///srv/rpm/crb
+enabled=0
+gpgcheck=0
+"""
+
+
+def rocky_standin(name):
+    """Start ``name`` fresh as the Rocky Linux 9 STAND-IN (see ROCKY_OS_RELEASE above; no systemd as PID 1)."""
+    start(name, "--hostname", name)
+    shell(name, apt_install("dnf", "rpm", "createrepo-c", "python3-dnf", "dnf-plugins-core", "file") + " 2>&1")
+    podman("cp", os.path.join(ROOT, "tests", "standin", "build-el-standin-repos.sh"), name + ":/usr/local/bin/")
+    shell(name, "build-el-standin-repos.sh /srv/rpm")
+    shell(name, "cat > /etc/os-release <<'EOF'\n%sEOF\necho 'Rocky Linux release 9.4 (Blue Onyx)' > /etc/redhat-release;"
+          " mkdir -p /etc/yum.repos.d /etc/dnf/vars && echo 9 > /etc/dnf/vars/releasever;"
+          " cat > /etc/yum.repos.d/rocky.repo <<'EOF'\n%sEOF\n" % (ROCKY_OS_RELEASE, ROCKY_REPO))
 
 
 def _host_vars(host_vars, indent):
