@@ -10,6 +10,8 @@ Per round, on one fresh control plane with N Nodes (created and Ready before any
   stage-absent  gpu_pools_state=absent (everything gpufleet set removed again; untimed target)
   task-first    a one-task playbook: gpufleet.k8s.node_labels with the same N Nodes, from empty again
   task-no-op    the same again (changed=0 expected)
+  kubectl       the floor: `kubectl label nodes --all` then `kubectl taint nodes --all` (one label, one taint, other
+                keys than gpufleet's), from empty, then the same again (kubectl-no-op)
 The issue's targets: from empty <= 20 s, re-run changed=0 <= 5 s. "stage" times include ansible-playbook's
 start, the inventory of N hosts, preflight and the Karpenter/ComputeClass-free provision stage; "task" times
 are ansible-playbook with the one task (start + the module).
@@ -31,7 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
 sys.path.insert(0, os.path.join(ROOT, "tests", "helpers"))
 
-from controlplane import ControlPlane  # noqa: E402  (tests/helpers/ on the path first)
+from controlplane import ControlPlane, binary  # noqa: E402  (tests/helpers/ on the path first)
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 TASK_PLAYBOOK = """---
@@ -95,6 +97,18 @@ def task(cp, tmp, names, workers):
                     "-e", "@" + varfile])
 
 
+def kubectl(cp):
+    """Wall seconds of kubectl labelling and tainting every Node (two commands, as a user would)."""
+    t0 = time.monotonic()
+    for args in (["label", "nodes", "--all", "--overwrite", "bench.gpufleet.io/kubectl=train"],
+                 ["taint", "nodes", "--all", "--overwrite", "bench.gpufleet.io/kubectl=train:NoSchedule"]):
+        proc = subprocess.run([binary("kube", "kubectl"), "--kubeconfig", cp.kubeconfig] + args, capture_output=True,
+                              text=True, timeout=1200)
+        if proc.returncode:
+            raise SystemExit("kubectl failed:\n" + proc.stderr[-3000:])
+    return time.monotonic() - t0
+
+
 def check(cp, names, labelled):
     """Every Node carries gpufleet's pool label and taint (``labelled``) or nothing of gpufleet's."""
     bad = []
@@ -129,6 +143,8 @@ def one_round(count, workers):
         row["task_first"], row["task_first_changed"] = task(cp, tmp, names, workers)
         check(cp, names, True)
         row["task_noop"], row["task_noop_changed"] = task(cp, tmp, names, workers)
+        row["kubectl_first"] = kubectl(cp)
+        row["kubectl_noop"] = kubectl(cp)
         return row
     finally:
         cp.stop()
@@ -153,6 +169,7 @@ def main():
     print("\n| %d Nodes | from empty | re-run (changed) |\n|---|---|---|" % args.nodes)
     print("| provision stage | %.1f s | %.1f s (%d) |" % (med["stage_first"], med["stage_noop"], med["stage_noop_changed"]))
     print("| node_labels task | %.1f s | %.1f s (%d) |" % (med["task_first"], med["task_noop"], med["task_noop_changed"]))
+    print("| kubectl label + taint --all | %.1f s | %.1f s |" % (med["kubectl_first"], med["kubectl_noop"]))
     print("(medians of %d rounds)" % len(rows))
     if args.json:
         with open(args.json, "w") as handle:

@@ -14,7 +14,9 @@ What it writes, each from the one place the facts live:
   runtime presets, ``module_utils/containerd_presets.py``);
 - ``docs/reference/plugins/<type>/<name>.md``: one page per module, filter, lookup and callback
   from its DOCUMENTATION / EXAMPLES / RETURN (module doc fragments merged in), plus an index;
-- ``docs/reference/README.md``: the index of all of the above.
+- ``docs/reference/README.md``: the index of all of the above;
+- the plugin and role tables of the collection README
+  (``collections/ansible_collections/gpufleet/k8s/README.md``, between BEGIN/END markers).
 
 tests/unit/test_generated_docs.py runs ``--check``.
 """
@@ -224,7 +226,10 @@ def plugin_docs(kind):
         consts = _assignments(path)
         if "DOCUMENTATION" not in consts:
             continue
-        doc = yaml.safe_load(consts["DOCUMENTATION"]) or {}
+        try:
+            doc = yaml.safe_load(consts["DOCUMENTATION"]) or {}
+        except yaml.YAMLError as exc:
+            raise SystemExit("%s: DOCUMENTATION is not valid YAML: %s" % (os.path.relpath(path, ROOT), exc))
         for fragment in doc.get("extends_documentation_fragment") or []:
             doc = _merge(doc, _fragment(fragment))
         name = doc.get("module") or doc.get("name") or os.path.basename(path)[:-3]
@@ -315,6 +320,45 @@ def tables_page():
 
 
 # ------------------------------------------------------------------------------------------------
+# The collection README's tables (shown on Galaxy: plain names, no links into the repository)
+# ------------------------------------------------------------------------------------------------
+
+COLLECTION_README = "collections/ansible_collections/gpufleet/k8s/README.md"
+TABLE_BEGIN = "<!-- BEGIN generated table: %s (scripts/gen-docs.py) -->"
+TABLE_END = "<!-- END generated table: %s -->"
+
+
+def collection_tables():
+    """{section: Markdown table} of the collection README."""
+    def rows(kind):
+        return [(name, _cell(doc.get("short_description"))) for name, doc, _e, _r in plugin_docs(kind)]
+    tables = {
+        "modules": ["| module | what it does |", "|---|---|"]
+        + ["| `gpufleet.k8s.%s` | %s |" % row for row in rows("modules")],
+        "filters": ["| filter | what it does |", "|---|---|"]
+        + ["| `gpufleet.k8s.%s` | %s |" % row for row in sorted(rows("filter"))],
+        "other plugins": ["| Plugin | Type | What it does |", "|---|---|---|"]
+        + ["| `gpufleet.k8s.%s` | %s | %s |" % (name, label, text)
+           for kind, label in (("lookup", "lookup"), ("callback", "callback")) for name, text in rows(kind)],
+        "roles": ["| role | what it does |", "|---|---|"]
+        + ["| `gpufleet.k8s.%s` | %s |" % (role, _cell((role_specs(role).get("main") or {}).get("short_description")))
+           for role in roles()],
+    }
+    return {name: "\n".join(lines) for name, lines in tables.items()}
+
+
+def render_collection_readme(current):
+    """The collection README with each marked table replaced (an unmarked README is refused)."""
+    for name, table in collection_tables().items():
+        begin, end = TABLE_BEGIN % name, TABLE_END % name
+        if begin not in current or end not in current:
+            raise SystemExit("%s: no %s ... %s markers" % (COLLECTION_README, begin, end))
+        head, rest = current.split(begin, 1)
+        current = head + begin + "\n" + table + "\n" + end + rest.split(end, 1)[1]
+    return current
+
+
+# ------------------------------------------------------------------------------------------------
 # Everything together
 # ------------------------------------------------------------------------------------------------
 
@@ -346,6 +390,8 @@ def wanted_files():
             files["docs/reference/" + rel] = plugin_page(kind, label, name, doc, examples, returns)
             index.append("| [`gpufleet.k8s.%s`](%s) | %s |" % (name, rel, _cell(doc.get("short_description"))))
     files["docs/reference/README.md"] = "\n".join(index) + "\n"
+    with open(os.path.join(ROOT, COLLECTION_README)) as handle:
+        files[COLLECTION_README] = render_collection_readme(handle.read())
     return files
 
 

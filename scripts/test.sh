@@ -31,7 +31,7 @@ bash scripts/ansible-core-218.sh --version >/dev/null || exit 1
 if [ -f tests/schemas/package.json ]; then
   (cd tests/schemas && { [ -d node_modules ] && [ node_modules/.stamp -nt package-lock.json ] || { npm ci --no-audit --no-fund --silent && touch node_modules/.stamp; }; }) || exit 1
 fi
-[ -f tests/schemas5/package.json ] && { (cd tests/schemas5 && { [ node_modules/.stamp -nt package-lock.json ] || { npm ci --no-audit --no-fund --silent && touch node_modules/.stamp; }; }) || exit 1; }
+[ -f tests/schemas-monitoring-gitops/package.json ] && { (cd tests/schemas-monitoring-gitops && { [ node_modules/.stamp -nt package-lock.json ] || { npm ci --no-audit --no-fund --silent && touch node_modules/.stamp; }; }) || exit 1; }
 # shellcheck disable=SC1091
 source .venv/bin/activate
 export ANSIBLE_CONFIG=$root/ansible.cfg

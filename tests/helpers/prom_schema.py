@@ -1,10 +1,10 @@
 """Validate prometheus-operator objects (ServiceMonitor) with the npm package
-@kubernetes-models/prometheus-operator (tests/schemas5, pinned in its package-lock.json)."""
+@kubernetes-models/prometheus-operator (tests/schemas-monitoring-gitops, pinned in its package-lock.json)."""
 import json
 import os
 import subprocess
 
-SCHEMAS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schemas5")
+SCHEMAS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schemas-monitoring-gitops")
 
 
 def _ensure_installed():

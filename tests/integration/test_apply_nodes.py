@@ -4,25 +4,17 @@ and retired variables are refused first. Everything that talks to a cluster runs
 of tests/helpers/controlplane.py (test_cp_*.py).
 """
 import re
-import socket
 
 import pytest
 
 from ansible_run import flat, run_site
-
-
-def closed_port():
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()  # nothing listens there any more
-    return port
+from controlplane import free_port
 
 
 @pytest.mark.parametrize("playbook", ["playbooks/provision.yml", "playbooks/cluster.yml", "playbooks/validate.yml"])
 def test_unreachable_cluster_stops_with_a_clear_message_before_anything(tmp_path, playbook):
     """Real client, real closed port: the stage stops at its first step with what to change."""
-    port = closed_port()
+    port = free_port()  # nothing listens there
     build = tmp_path / "example"
     rc, out = run_site(build, "-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_host=http://127.0.0.1:%d" % port,
                        "-e", "gpufleet_k8s_api_key=x", playbook=playbook)

@@ -8,6 +8,9 @@ Jobs, the placement fragment, the device plugin DaemonSet, the pools' node label
 allocates the claims. resource.k8s.io/v1 is served by kube-apiserver without any --runtime-config or feature
 gate (GA in 1.34): the control plane here starts with none.
 """
+import json
+import re
+
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import dra, smoke
@@ -15,10 +18,12 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import placement
 from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import pool_node_labels, pool_taints
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+from cp_nodes import cluster_inventory
 from dra_standin import device_classes, slice_for
+from ansible_run import run_site
 
 NS = "dra-test"
-POOLS = normalize_pools([
+POOL_INPUTS = {p["name"]: p for p in [
     {"name": "train-h100", "gpu_type": "h100-80gb", "gpus_per_node": 2, "allocation": "dra",
      "dra": {"product_name": "NVIDIA H100 80GB HBM3", "min_memory_gb": 79}},
     {"name": "big-h100", "gpu_type": "h100-80gb", "gpus_per_node": 4, "allocation": "dra"},
@@ -27,7 +32,8 @@ POOLS = normalize_pools([
     {"name": "ts-l4", "gpu_type": "l4", "gpus_per_node": 1, "allocation": "dra",
      "sharing": {"mode": "time-slicing"}, "dra": {"time_slice_interval": "Long"}},
     {"name": "plugin-l4", "gpu_type": "l4", "gpus_per_node": 2},
-])
+]}
+POOLS = normalize_pools(list(POOL_INPUTS.values()))
 BY_NAME = {p["name"]: p for p in POOLS}
 # node -> (pool, ResourceSlice or None, nvidia.com/gpu the device plugin would advertise)
 NODES = {
@@ -203,3 +209,63 @@ def test_mixed_cluster_no_gpu_is_advertised_twice(cluster):
         advertised = "nvidia.com/gpu" in (cp.node(node)["status"].get("allocatable") or {})
         plugin_here = node == "l4-plugin-01"
         assert (has_slice, advertised) == (not plugin_here, plugin_here), node
+
+
+def _inventory(path, pools):
+    """An inventory of the module's nodes for ``pools`` (names of POOLS), one group per pool."""
+    spec = []
+    for name in pools:
+        pool = {k: v for k, v in POOL_INPUTS[name].items()}
+        spec.append(dict(pool, node_group="gpu_pool_" + name.replace("-", "_"), min_nodes=1))
+    groups = {}
+    for i, (node, (pool, _s, _g)) in enumerate(sorted(NODES.items())):
+        if pool in pools:
+            groups["gpu_pool_" + pool.replace("-", "_")] = {"h%d" % i: {"gpufleet_node_name": node}}
+    return cluster_inventory(path, {
+        "gpufleet_platform": "kubeadm", "gpufleet_cluster_name": "t", "gpufleet_addons_mode": "standalone",
+        "gpufleet_kubernetes_version": "1.37", "gpufleet_gpu_pools": spec}, groups)
+
+
+def test_the_validate_stage_runs_the_dra_smoke_jobs_and_judges_nodes_by_their_resource_slices(cluster, tmp_path):
+    """playbooks/validate.yml in apply mode: the DRA pools' claims are created in the validation namespace, their
+    smoke Jobs (claims) and the device-plugin pool's (nvidia.com/gpu) complete, and each DRA node is judged by the
+    devices the stand-in publishes; a pool whose nodes publish fewer GPUs than gpus_per_node fails, naming it."""
+    cp = cluster
+    cp.delete("/api/v1/namespaces/%s" % NS)  # the tests above: their shared claim holds the L4's GPU
+    cp.wait(lambda: not cp.exists("/api/v1/namespaces/%s" % NS), 120, "namespace %s gone" % NS)
+    extra = ["-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_kubeconfig=%s" % cp.kubeconfig,
+             "-e", '{"gpu_validate_timeout": 120, "gpu_validate_metrics": false}']
+    inv = _inventory(tmp_path / "ok", ["train-h100", "mig-h100", "ts-l4", "plugin-l4"])
+    rc, out = run_site(tmp_path / "b1", *extra, playbook="playbooks/validate.yml", inventory=inv)
+    assert rc == 0, out[-5000:]
+    text = " ".join(out.split())
+    for node, what in (("h100-01", "gpu=2"), ("h100-mig-01", "mig 1g.10gb=7"), ("l4-dra-01", "gpu=1"),
+                       ("l4-plugin-01", "nvidia.com/gpu=2")):
+        assert re.search(r"%s \S+ \S*%s .* passed" % (node, re.escape(what)), text), (node, text[-4000:])
+    assert not cp.exists("/api/v1/namespaces/gpufleet-validate")
+
+    inv = _inventory(tmp_path / "short", ["big-h100"])
+    rc, out = run_site(tmp_path / "b2", *extra, playbook="playbooks/validate.yml", inventory=inv)
+    assert rc == 2, out[-3000:]
+    assert "h100-02 (pool big-h100): gpu devices in ResourceSlices of gpu.nvidia.com: 2, expected 4" in \
+        " ".join(out.split()), out[-3000:]
+
+
+def test_the_report_counts_dra_devices_and_claim_allocations_from_the_cluster(cluster, tmp_path):
+    """playbooks/report.yml in apply mode reads ResourceSlices and ResourceClaims: the DRA pool's capacity is the
+    GPUs the stand-in publishes, its requested units the devices the scheduler allocated to a running pod's claim."""
+    cp = cluster
+    if not cp.exists("/api/v1/namespaces/%s" % NS):
+        _apply(cp, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    for obj in dra.claim_objects(BY_NAME["train-h100"], NS):
+        _apply(cp, obj)
+    _pod(cp, "train-report", BY_NAME["train-h100"], gpus=1)
+    cp.wait(lambda: _running(cp, "train-report"), 60, "train-report Running")
+    inv = _inventory(tmp_path / "inv", ["train-h100", "plugin-l4"])
+    rc, out = run_site(tmp_path / "b", "-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_kubeconfig=%s" % cp.kubeconfig,
+                       playbook="playbooks/report.yml", inventory=inv)
+    assert rc == 0, out[-4000:]
+    with open(str(tmp_path / "b" / "report" / "fleet.json")) as handle:
+        rows = {r["pool"]: r for r in json.load(handle)["pools"]}
+    assert (rows["train-h100"]["capacity"], rows["train-h100"]["requested"]) == (2, 1)
+    assert rows["plugin-l4"]["capacity"] == 2

@@ -65,3 +65,26 @@ def test_waits_for_the_operator_crds_then_applies_nfd_and_the_cluster_policy(clu
     rc, output = run_site(tmp_path / "build", *extra(cp), playbook="playbooks/cluster.yml", inventory=INVENTORY)
     assert rc == 0, output[-5000:]
     assert recap(output)["changed"] == 0, output[-5000:]
+
+
+def test_manual_approval_subscriptions_are_accepted_by_the_subscription_crd(cluster):
+    """Issue 30 item 7: with gpu_operator_olm_approval Manual the rendered Subscriptions (startingCSV
+    pinned, NFD on its channel) are accepted by the real Subscription CRD and keep those fields (a
+    field the schema does not know would be pruned). Applied in a namespace of this test's own, so
+    the stage's namespaces stay untouched."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_operator import operator_objects
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+    plan = {"platform": "openshift", "addons_mode": "operator", "cluster_name": "ocp", "apply": True,
+            "pools": normalize_pools([{"name": "p", "gpu_type": "h100-80gb"}])}
+    subs = [o for o in operator_objects(plan, {"gpu_operator_olm_approval": "Manual"}) if o["kind"] == "Subscription"]
+    assert len(subs) == 2
+    ns = "olm-manual-approval-test"
+    cluster.apply("/api/v1/namespaces/" + ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    stored = {}
+    for sub in subs:
+        sub = dict(sub, metadata=dict(sub["metadata"], namespace=ns))
+        stored[sub["spec"]["name"]] = cluster.apply(cluster.object_path(sub), sub)["spec"]
+    assert stored["gpu-operator-certified"]["installPlanApproval"] == "Manual"
+    assert stored["gpu-operator-certified"]["startingCSV"] == "gpu-operator-certified.v26.7.0"
+    assert stored["gpu-operator-certified"]["channel"] == "v26.7"
+    assert stored["nfd"]["installPlanApproval"] == "Manual" and stored["nfd"]["channel"] == "stable"

@@ -114,7 +114,7 @@ def test_argocd_and_flux_definitions_are_valid(rendered):
     for rel in ("argocd/application.yaml", "flux/kustomization.yaml", "argocd/gpu-operator.yaml", "flux/gpu-operator.yaml"):
         if (gitops / rel).exists():
             docs += [d for d in yaml.safe_load_all((gitops / rel).read_text()) if d]
-    assert_valid_prometheus(docs)    # tests/schemas5 validates Argo CD and Flux kinds too
+    assert_valid_prometheus(docs)    # tests/schemas-monitoring-gitops validates Argo CD and Flux kinds too
     app = docs[0]
     assert app["spec"]["source"]["path"] == "build/%s/gitops" % os.path.basename(inventory)
     assert app["spec"]["syncPolicy"]["syncOptions"][0] == "ServerSideApply=true"

@@ -44,8 +44,9 @@ def test_every_example_inventory_gets_a_manifest(manifest_of):
     images = {i["name"]: i for i in man["images"]}
     assert images["example"]["source"] == "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
     if man["addons_mode"] == "standalone" and man["platform"] not in ("gke", "gke-autopilot"):
-        assert images["device_plugin"]["source"] == "nvcr.io/nvidia/k8s-device-plugin:v0.18.1"
-        assert images["device_plugin"]["tag"] == "v0.18.1"
+        assert images["device_plugin"]["source"] == ("nvcr.io/nvidia/k8s-device-plugin:v0.20.0@sha256:"
+                                                     "a61ba9fd8efb82f3a79f877f7580e02c1e8e7593f62473644bc9c79e315c3312")
+        assert images["device_plugin"]["tag"] == "v0.20.0"
     if man["platform"] in ("eks", "gke", "gke-autopilot"):
         assert man["os_packages"] == {}
     else:
@@ -83,13 +84,13 @@ def test_operator_mode_lists_the_chart_and_fetches_its_operands(tmp_path):
     rc, out = mirror_run(build, "example", "-e", "gpufleet_addons_mode=operator", *MIRROR_VARS)
     assert rc == 0, out[-3000:]
     man = json.loads((build / "mirror" / "manifest.json").read_text())
-    assert man["charts"][0]["name"] == "gpu-operator" and man["charts"][0]["version"] == "v25.10.1"
-    assert man["charts"][0]["mirror"] == "/srv/gpufleet-mirror/charts/gpu-operator-v25.10.1.tgz"
+    assert man["charts"][0]["name"] == "gpu-operator" and man["charts"][0]["version"] == "v26.7.0"
+    assert man["charts"][0]["mirror"] == "/srv/gpufleet-mirror/charts/gpu-operator-v26.7.0.tgz"
     images = (build / "mirror" / "fetch-images.sh").read_text()
-    assert "helm template gpufleet" in images and "--version 'v25.10.1'" in images
+    assert "helm template gpufleet" in images and "--version 'v26.7.0'" in images
     assert "MIRROR=${MIRROR:-registry.mirror.internal:5000/gpufleet}" in images
     charts = (build / "mirror" / "fetch-charts.sh").read_text()
-    assert "helm pull 'gpu-operator' --repo 'https://helm.ngc.nvidia.com/nvidia' --version 'v25.10.1'" in charts
+    assert "helm pull 'gpu-operator' --repo 'https://helm.ngc.nvidia.com/nvidia' --version 'v26.7.0'" in charts
     pkgs = json.loads((build / "mirror" / "manifest.json").read_text())["os_packages"]["debian-12"]
     assert pkgs["repositories"][0]["mirror"].startswith("https://pkgs.mirror.internal/gpufleet/developer.download.nvidia.com/")
 

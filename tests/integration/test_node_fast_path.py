@@ -14,13 +14,13 @@ host through the full stage, which repairs it; a changed input runs the stage.
 import json
 import os
 import re
-import socket
 import subprocess
 
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp as ns
 from ansible_run import ROOT, ansible, recap as recap_of
+from controlplane import free_port
 from systemd_node import (DEBIAN12_DRIVER, DEBIAN12_DRIVER_PACKAGE, TOOLKIT_PINNED, apt_install, boot, node_stage_inventory,
                          per_worker, podman, remove, shell_of, standin_toolkit_repo)
 
@@ -31,12 +31,6 @@ UDEV = "/etc/udev/rules.d/71-nvidia-dev-char.rules"
 
 
 sh = shell_of(NODE)   # a shell command in the node container
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

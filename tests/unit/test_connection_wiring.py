@@ -53,7 +53,8 @@ def test_gpufleets_cluster_modules_are_in_its_k8s_action_group():
     mods = glob.glob(os.path.join(ROOT, "collections", "ansible_collections", "gpufleet", "k8s", "plugins", "modules",
                                   "*.py"))
     using_client = sorted(os.path.basename(m)[:-3] for m in mods if "get_api_client" in open(m).read())
-    assert using_client == ["cluster_access", "k8s_apply_tree", "node_drain", "node_labels", "validation_jobs"]
+    assert using_client == ["cluster_access", "gpu_remediate", "k8s_apply_tree", "node_drain", "node_labels",
+                            "validation_jobs"]
     assert sorted(RUNTIME["action_groups"]["k8s"]) == using_client
     # the one action group: a group no playbook sets module_defaults for means nothing
     assert list(RUNTIME["action_groups"]) == ["k8s"]

@@ -72,7 +72,9 @@ def test_daemonset_contract():
     keys = [t["matchExpressions"][0]["key"] for t in terms]
     assert keys == ["feature.node.kubernetes.io/pci-10de.present", "nvidia.com/gpu.present", "gpufleet.io/pool"]
     plugin = pod["containers"][0]
-    assert plugin["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.18.1"
+    # pinned by tag and by the digest NVIDIA publishes for it (issue 30 item 7)
+    assert plugin["image"] == ("nvcr.io/nvidia/k8s-device-plugin:v0.20.0@sha256:"
+                               "a61ba9fd8efb82f3a79f877f7580e02c1e8e7593f62473644bc9c79e315c3312")
     assert {"name": "device-plugin", "mountPath": "/var/lib/kubelet/device-plugins"} in plugin["volumeMounts"]
     # MIG pools present: the plugin monitors MIG devices and needs SYS_ADMIN (upstream's choice), added
     # after every other capability is dropped (issue 30 item 8); the pod runs the default seccomp profile.
@@ -139,7 +141,7 @@ def test_gfd_optional_and_registry_prefix_with_digest():
     objs = by_kind_name(device_plugin_objects(plan(POOLS), extra))
     assert ("DaemonSet", "gpu-feature-discovery") not in objs
     image = objs[("DaemonSet", "nvidia-device-plugin")]["spec"]["template"]["spec"]["containers"][0]["image"]
-    assert image == "mirror.local:5000/nvidia/k8s-device-plugin:v0.18.1@" + digest
+    assert image == "mirror.local:5000/nvidia/k8s-device-plugin:v0.20.0@" + digest
 
 
 def test_gfd_writes_the_nfd_feature_file_and_reads_the_pool_config():

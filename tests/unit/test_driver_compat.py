@@ -153,7 +153,8 @@ CUDA = [
     ("580", "13.1", DEC_2026, False, True),         # 13.1's own driver is 590.44.01: minor-version compatibility
     ("595", "13.1", DEC_2026, False, False),
     ("580", "13.2", DEC_2026, False, True),         # 13.2's own driver is 595.45.04
-    ("580", "13.3", DEC_2026, True, False),         # newer than the table: unknown, refused
+    ("580", "13.4", DEC_2026, True, False),         # newer than the table: unknown, refused
+    ("595", "13.3", DEC_2026, False, True),         # 13.3's own driver is 610.43.02: minor-version compatibility
     ("595", "14.0", DEC_2026, True, False),         # no such CUDA major
     ("570.26", "12.8", JAN_2026, False, False),
     ("570", "12.8", JAN_2026, False, False),
@@ -199,14 +200,15 @@ def test_cuda_driver_matrix(version, cuda, today, has_error, has_warning):
 
 
 def test_a_cuda_version_newer_than_the_table_is_refused_naming_the_newest_known():
-    """Issue 26: CUDA 13.3 used to pass silently (judged by 13.0's row); the table ends at 13.2."""
-    values = dict(DEFAULTS, nvidia_driver_version="595", nvidia_driver_cuda_version="13.3")
+    """Issue 26: a CUDA newer than the table used to pass silently (judged by 13.0's row); the table
+    ends at 13.3 (issue 30 item 7 added it)."""
+    values = dict(DEFAULTS, nvidia_driver_version="595", nvidia_driver_cuda_version="13.4")
     problems = validate_driver(values, ["hopper"], today=DEC_2026)
     assert problems.errors == [
-        "nvidia_driver_cuda_version: CUDA 13.3 is unknown to gpufleet: its driver table ends at CUDA 13.2 (driver "
-        "595.45.04), so the driver CUDA 13.3 needs cannot be checked; use one of: a CUDA version up to 13.2, \"\" "
+        "nvidia_driver_cuda_version: CUDA 13.4 is unknown to gpufleet: its driver table ends at CUDA 13.3 (driver "
+        "610.43.02), so the driver CUDA 13.4 needs cannot be checked; use one of: a CUDA version up to 13.3, \"\" "
         "(no CUDA check)"]
-    values["nvidia_driver_cuda_version"] = "13.2"
+    values["nvidia_driver_cuda_version"] = "13.3"
     assert validate_driver(values, ["hopper"], today=DEC_2026).errors == []
 
 

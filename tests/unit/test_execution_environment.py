@@ -1,5 +1,6 @@
 """The AWX execution environment definition is valid for ansible-builder and does not drift
 from the project's real Python and collection dependencies."""
+import json
 import os
 import re
 import subprocess
@@ -104,7 +105,7 @@ def test_the_clis_the_roles_call_are_in_the_image(tmp_path):
     containerfile = (tmp_path / "ctx" / "Containerfile").read_text()
     final = containerfile[containerfile.rindex("FROM "):]
     assert re.search(r"ARG HELM_VERSION=v\d+\.\d+\.\d+", final)
-    assert "sha256sum -c helm-${HELM_VERSION}-linux-amd64.tar.gz.sha256sum" in final
+    assert 'echo "${HELM_SHA256}  helm-${HELM_VERSION}-linux-amd64.tar.gz" | sha256sum -c --strict -' in final
     assert "install -m 0755 linux-amd64/helm /usr/local/bin/helm" in final
     assert re.search(r"ARG GCLOUD_VERSION=\d+\.\d+\.\d+", final)
     assert "components install gke-gcloud-auth-plugin" in final
@@ -112,3 +113,61 @@ def test_the_clis_the_roles_call_are_in_the_image(tmp_path):
     assert "awscli-exe-linux-x86_64-${AWSCLI_VERSION}.zip" in final and "aws/install --bin-dir /usr/local/bin" in final
     with open(os.path.join(ROOT, "bindep.txt")) as handle:
         assert {"tar", "gzip", "unzip"} <= {line.split()[0] for line in handle if line.strip() and not line.startswith("#")}
+
+
+def test_every_download_is_checked_against_a_value_pinned_here(tmp_path):
+    """Issue 30 item 7: no checksum from the download host itself. helm and gcloud archives by a
+    SHA-256 pinned in execution-environment.yml, the AWS CLI by its PGP signature from the key whose
+    fingerprint is pinned (AWS's install guide); the base image by digest."""
+    ee = load_ee()
+    assert re.search(r"^registry\.access\.redhat\.com/ubi9/ubi:9\.6@sha256:[0-9a-f]{64}$", ee["images"]["base_image"]["name"])
+    steps = "\n".join(ee["additional_build_steps"]["append_final"])
+    args = dict(re.findall(r"^ARG ([A-Z0-9_]+)=(\S+)$", steps, re.M))
+    assert re.match(r"^[0-9a-f]{64}$", args["HELM_SHA256"]) and re.match(r"^[0-9a-f]{64}$", args["GCLOUD_SHA256"])
+    assert args["AWSCLI_KEY_FINGERPRINT"] == "FB5DB77FD5C118B80511ADA8A6310ACC4672475C"
+    assert ".sha256sum" not in steps  # the host's own checksum file is not what is trusted
+    runs = [s for s in ee["additional_build_steps"]["append_final"] if s.startswith("RUN ")]
+    for run in runs:
+        archives = [url.rstrip(";") for url in re.findall(r"curl -fsSL(?:O|o \S+) (https://\S+)", run)]
+        for url in archives:
+            name = url.rsplit("/", 1)[1]
+            if name.endswith(".sig"):
+                continue
+            local = name.replace("${AWSCLI_VERSION}", "").replace("awscli-exe-linux-x86_64-.zip", "awscliv2.zip")
+            checked = (re.search(r'echo "\$\{[A-Z]+_SHA256\}  %s" \| sha256sum -c --strict -' % re.escape(name), run)
+                       or ("VALIDSIG ${AWSCLI_KEY_FINGERPRINT}" in run and "--verify awscliv2.zip.sig awscliv2.zip" in run
+                           and local == "awscliv2.zip"))
+            assert checked, "%s is downloaded without a pinned check" % url
+    with open(os.path.join(ROOT, "bindep.txt")) as handle:
+        assert "gnupg2" in {line.split()[0] for line in handle if line.strip() and not line.startswith("#")}
+
+
+def test_collection_ranges_are_bounded_and_the_bundle_is_inside_them():
+    """Issue 30 item 7: every collection range has an upper bound, and the collections the pinned
+    `ansible` bundle installs here fall inside it."""
+    from ansible.module_utils.compat.version import LooseVersion
+    import importlib.util
+    with open(os.path.join(ROOT, "collections", "requirements.yml")) as handle:
+        wanted = yaml.safe_load(handle)["collections"]
+    for item in wanted:
+        parts = [p.strip() for p in item["version"].split(",")]
+        assert any(p.startswith(">=") for p in parts) and any(p.startswith("<") and not p.startswith("<=")
+                                                              for p in parts), item
+        namespace, name = item["name"].split(".")
+        spec = importlib.util.find_spec("ansible_collections.%s.%s" % (namespace, name))
+        if spec is None or not spec.submodule_search_locations:
+            continue  # not bundled (awx.awx)
+        with open(os.path.join(list(spec.submodule_search_locations)[0], "MANIFEST.json")) as handle:
+            have = LooseVersion(json.load(handle)["collection_info"]["version"])
+        low = LooseVersion([p[2:] for p in parts if p.startswith(">=")][0])
+        high = LooseVersion([p[1:] for p in parts if p.startswith("<")][0])
+        assert low <= have < high, (item, str(have))
+
+
+def test_the_awx_project_is_pinned_to_the_release_tag():
+    """Issue 30 item 7: the AWX project runs a tag, v<collection version>, not a branch."""
+    with open(os.path.join(ROOT, "awx", "defaults.yml")) as handle:
+        defaults = yaml.safe_load(handle)
+    with open(os.path.join(ROOT, "collections", "ansible_collections", "gpufleet", "k8s", "galaxy.yml")) as handle:
+        version = yaml.safe_load(handle)["version"]
+    assert defaults["gpufleet_awx_scm_branch"] == "v" + version

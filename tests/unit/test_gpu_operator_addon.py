@@ -120,10 +120,26 @@ def test_openshift_uses_olm_and_a_cluster_policy():
     assert cluster_policy_objects(plan("kubeadm"), {}) == []
 
 
+@pytest.mark.parametrize("approval", ["Automatic", "Manual"])
+def test_openshift_subscriptions_pin_the_operator_version_and_take_the_approval(approval):
+    """Issue 30 item 7: the GPU Operator Subscription starts at the pinned CSV; with Manual approval OLM
+    installs nothing (and no upgrade) until an administrator approves; NFD's channel is a setting."""
+    objs = operator_objects(plan("openshift"), {"gpu_operator_olm_approval": approval,
+                                                "gpu_operator_olm_nfd_channel": "stable"})
+    subs = {o["spec"]["name"]: o["spec"] for o in objs if o["kind"] == "Subscription"}
+    assert subs["gpu-operator-certified"] == {
+        "channel": "v26.7", "name": "gpu-operator-certified", "source": "certified-operators",
+        "sourceNamespace": "openshift-marketplace", "installPlanApproval": approval,
+        "startingCSV": "gpu-operator-certified.v26.7.0"}
+    assert subs["nfd"]["installPlanApproval"] == approval and subs["nfd"]["channel"] == "stable"
+    assert "startingCSV" not in subs["nfd"]
+    assert versions.OLM_PACKAGES["gpu_operator"]["starting_csv"].endswith(".v" + versions.CHARTS["gpu_operator"]["version"][1:])
+
+
 def test_values_file_is_yaml_with_a_header():
     text = values_file(plan("k3s"), {})
     assert text.startswith("# GPU Operator Helm values rendered by gpufleet")
-    assert "v25.10.1" in text.splitlines()[1]
+    assert "v26.7.0" in text.splitlines()[1]
     assert yaml.safe_load(text)["operator"]["defaultRuntime"] == "containerd"
 
 
@@ -132,11 +148,22 @@ def test_deep_merge_keeps_siblings_and_replaces_lists():
 
 
 def test_versions_file_pins_every_image():
+    """Tag and, except where versions.UNDIGESTED gives the reason, the published digest (issue 30 item 7)."""
     for name, img in versions.IMAGES.items():
         assert versions.TAG.match(img["tag"]) and img["tag"] != "latest", name
-        assert versions.image_ref(name).endswith(":" + img["tag"])
+        assert name in versions.UNDIGESTED or versions.DIGEST.match(img["digest"]), name
+        suffix = ":" + img["tag"] + ("@" + img["digest"] if img["digest"] else "")
+        assert versions.image_ref(name).endswith(suffix)
+    assert set(versions.UNDIGESTED) <= set(versions.IMAGES)
+    assert versions.image_ref("dcgm_exporter") == (
+        "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless@sha256:"
+        "613ab03c11d442fd960ff515f547e9921537454a712d08160bc8f677f89f1c35")
+    # another tag without its own digest: the pinned tag's digest is dropped, not silently kept
     assert versions.image_ref("dcgm_exporter", "m.local", {"dcgm_exporter": {"tag": "4.2.3-4.1.3-ubuntu24.04"}}) \
         == "m.local/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu24.04"
+    # a mirror copy (repository override) keeps it
+    assert versions.image_ref("device_plugin", "", {"device_plugin": {"repository": "m.local/dp"}}) \
+        == "m.local/dp:v0.20.0@" + versions.IMAGES["device_plugin"]["digest"]
     assert versions.CHARTS["gpu_operator"]["version"].startswith("v")
 
 

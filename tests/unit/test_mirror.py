@@ -52,7 +52,7 @@ def test_effective_registry_and_addon_settings():
     s = settings(plan(), {"gpufleet_registry_prefix": "p.local"})
     assert s["gpufleet_registry_prefix"] == "p.local"
     op = settings(plan(mode="operator"), {"gpufleet_mirror_chart_path": "/srv/charts/"})
-    assert op["gpu_operator_chart_path"] == "/srv/charts/gpu-operator-v25.10.1.tgz"
+    assert op["gpu_operator_chart_path"] == "/srv/charts/gpu-operator-v26.7.0.tgz"
     pinned = settings(plan(mode="operator"), {"gpufleet_mirror_chart_path": "/srv/c", "gpu_operator_chart_version": "v25.10.0"})
     assert pinned["gpu_operator_chart_path"] == "/srv/c/gpu-operator-v25.10.0.tgz"
     ocp = settings(plan("openshift", "operator"), {"gpufleet_mirror_chart_path": "/srv/c"})
@@ -117,7 +117,7 @@ def test_manifest_standalone_self_managed():
     assert sorted(man["os_packages"]) == ["rhel-9", "ubuntu-24.04"]
     ubuntu = man["os_packages"]["ubuntu-24.04"]
     assert {"name": "cuda-drivers-580", "version": "580.95.05-*", "component": "driver"} in ubuntu["packages"]
-    assert {"name": "nvidia-container-toolkit", "version": "1.18.1-1", "component": "toolkit"} in ubuntu["packages"]
+    assert {"name": "nvidia-container-toolkit", "version": "1.20.0-1", "component": "toolkit"} in ubuntu["packages"]
     assert {"name": "pciutils", "version": "(newest)", "component": "node_prep"} in ubuntu["packages"]
     assert ubuntu["repositories"][0]["url"] == "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/"
     rhel = man["os_packages"]["rhel-9"]
@@ -126,8 +126,9 @@ def test_manifest_standalone_self_managed():
     assert rhel["driver"]["module_stream"] == "nvidia-driver:580-dkms"
     assert "https://nvidia.github.io/libnvidia-container/stable/rpm/x86_64" in [r["url"] for r in rhel["repositories"]]
     refs = {i["name"]: i for i in man["images"]}
-    assert refs["device_plugin"]["source"] == "nvcr.io/nvidia/k8s-device-plugin:v0.18.1"
-    assert refs["device_plugin"]["mirror"] == "m.local:5000/nvidia/k8s-device-plugin:v0.18.1"
+    digest = "@sha256:a61ba9fd8efb82f3a79f877f7580e02c1e8e7593f62473644bc9c79e315c3312"  # NVIDIA's, for v0.20.0
+    assert refs["device_plugin"]["source"] == "nvcr.io/nvidia/k8s-device-plugin:v0.20.0" + digest
+    assert refs["device_plugin"]["mirror"] == "m.local:5000/nvidia/k8s-device-plugin:v0.20.0" + digest
     assert refs["probe"]["mirror"] == "m.local:5000/curlimages/curl:8.11.1"
     assert man["charts"] == [] and man["olm_packages"] == []
     assert not any("nvidia_driver_node_distros is not set" in n for n in man["notes"])
@@ -153,7 +154,7 @@ def test_manifest_digest_override_and_cloud_platform():
 
 def test_manifest_operator_mode_chart_and_openshift_olm():
     man = mirror_manifest.manifest(plan(mode="operator"), {"gpufleet_mirror_chart_path": "/srv/c"}, ["n1"])
-    assert man["charts"][0]["version"] == "v25.10.1" and man["charts"][0]["mirror"] == "/srv/c/gpu-operator-v25.10.1.tgz"
+    assert man["charts"][0]["version"] == "v26.7.0" and man["charts"][0]["mirror"] == "/srv/c/gpu-operator-v26.7.0.tgz"
     assert not [i for i in man["images"] if i["name"] == "device_plugin"]
     assert any("helm template" in n for n in man["notes"])
     ocp = mirror_manifest.manifest(plan("openshift", "operator"), {}, ["n1"])
@@ -209,8 +210,8 @@ def test_operand_awk_reads_cluster_policy_triplets(tmp_path):
 def test_markdown_tables():
     man = mirror_manifest.manifest(plan(mode="operator"), {}, ["n1"])
     md = mirror_scripts.manifest_markdown(man)
-    assert "| gpu-operator | v25.10.1 | https://helm.ngc.nvidia.com/nvidia | gpu-operator-v25.10.1.tgz | - |" in md
-    assert "| nvidia-container-toolkit | 1.18.1-1 | toolkit |" in md
+    assert "| gpu-operator | v26.7.0 | https://helm.ngc.nvidia.com/nvidia | gpu-operator-v26.7.0.tgz | - |" in md
+    assert "| nvidia-container-toolkit | 1.20.0-1 | toolkit |" in md
 
 
 def _inner_scripts(man):

@@ -13,8 +13,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 USED_WITH_DEFAULT = re.compile(r"\b(gpufleet_\w+)\s*\|\s*default\(")
 # Facts and play vars the project sets itself (set_fact / vars:), read with a default where a run
 # did not set them; not inventory inputs.
-PROJECT_FACTS = ("gpufleet_cluster_check_addons_switch", "gpufleet_cluster_needs_helm", "gpufleet_helm_connection", "gpufleet_k8s_connection",
-                 "gpufleet_publish_now", "gpufleet_whole_run")
+# Flags only the project sets carry the __gpufleet_ prefix instead (site.yml's __gpufleet_whole_run, ...);
+# the gpufleet role's cluster entry point declares its own options (gpufleet_cluster_*).
+PROJECT_FACTS = ("gpufleet_helm_connection", "gpufleet_k8s_connection")
 
 
 def sources():

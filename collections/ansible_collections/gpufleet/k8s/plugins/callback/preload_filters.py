@@ -10,14 +10,15 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: preload_filters
 type: aggregate
-short_description: Load gpufleet.k8s filter plugins once per run instead of once per task
+short_description: Load the collection's filters, action plugins and the roles' argument specs once per run
 version_added: 0.1.0
 description:
   - Ansible runs every task in a forked worker process, and a worker that resolves any filter of a
     collection loads every filter file of that collection (and the module_utils they import) from
     source, compiling it anew. A run of site.yml has about 90 tasks, so the same files were compiled
     about 90 times.
-  - This callback loads the gpufleet.k8s filter plugins in the controller process when the playbook
+  - This callback loads the gpufleet.k8s filter plugins and action plugins (with the modules they run
+    in-process) and reads the roles' argument specs in the controller process when the playbook
     starts. Workers are forked from it and find the loaded modules in C(sys.modules), so each file is
     compiled once per run.
   - In apply mode, when the task C(gpufleet.k8s.cluster_access) starts (stages include it in apply mode

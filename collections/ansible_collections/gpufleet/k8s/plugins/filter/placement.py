@@ -41,7 +41,7 @@ def gpu_pool_examples(pools, platform, image, namespace, runtime_class=None):
     labels.update(("pod-security.kubernetes.io/%s" % mode, "restricted") for mode in ("enforce", "audit", "warn"))
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels}}
     # DRA pools: the claim templates (or shared claim) their Jobs name, in the same namespace
-    claims = claims_for_pools([normalize_pool(p) for p in plain(pools)], [str(namespace)])
+    claims = claims_for_pools([normalize_pool(p) for p in plain(pools)], [str(namespace)], own=False)
     return [ns] + claims + jobs
 
 

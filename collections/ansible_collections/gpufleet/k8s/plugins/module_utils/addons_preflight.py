@@ -181,8 +181,22 @@ def _check_dcgm_hardening(s, problems):
         problems.error("dcgm_exporter_web_config_scheme", "%r is not allowed; use one of: http, https" % (scheme,))
 
 
+OLM_CHANNEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+
+
+def _check_olm(s, problems):
+    """OpenShift Subscriptions: approval and the NFD channel (issue 30 item 7)."""
+    if s["gpu_operator_olm_approval"] not in ("Automatic", "Manual"):
+        problems.error("gpu_operator_olm_approval", "%r is not allowed; use one of: Automatic, Manual"
+                       % (s["gpu_operator_olm_approval"],))
+    channel = s["gpu_operator_olm_nfd_channel"]
+    if not isinstance(channel, str) or not OLM_CHANNEL.match(channel):
+        problems.error("gpu_operator_olm_nfd_channel", "%r is not an OLM channel name; use e.g. stable" % (channel,))
+
+
 def _check_operator(plan, s, problems):
     platform, mode = plan.get("platform"), plan.get("addons_mode")
+    _check_olm(s, problems)
     pre = s["gpu_operator_preset"]
     if not _a.is_auto(pre) and pre not in PRESETS:
         problems.error("gpu_operator_preset", "%r is not a platform preset; use one of: auto, %s"

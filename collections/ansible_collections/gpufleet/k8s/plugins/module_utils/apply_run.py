@@ -359,6 +359,31 @@ def _members(server, gks, namespaces, set_id, workers):
         return [item for found in pool.map(one, queries) for item in found]
 
 
+def served_api_versions(server):
+    """Every group/version the API server serves ("v1", "apps/v1", "monitoring.coreos.com/v1", ...), sorted:
+    the keys of kubernetes.core.k8s_cluster_info's ``apis``, from two requests (/api and /apis)."""
+    out = set("%s" % v for v in (server.get("/api") or {}).get("versions") or [])
+    for group in (server.get("/apis") or {}).get("groups") or []:
+        out.update(v.get("groupVersion") for v in group.get("versions") or [] if v.get("groupVersion"))
+    return sorted(out)
+
+
+def list_objects(server, api_version, kind, label_selectors=None, namespace=None):
+    """The live objects of a kind (all namespaces unless ``namespace``), each with its apiVersion and kind;
+    [] when the server does not serve the kind (e.g. its CRD is not installed), as kubernetes.core.k8s_info
+    answers then."""
+    found = server.resources(api_version).get(kind)
+    if not found:
+        return []
+    plural, namespaced = found
+    prefix = "/api/v1" if api_version == "v1" else "/apis/%s" % api_version
+    path = "%s/namespaces/%s/%s" % (prefix, namespace, plural) if namespaced and namespace else \
+        "%s/%s" % (prefix, plural)
+    query = {"labelSelector": ",".join(label_selectors)} if label_selectors else None
+    items = (server.get(path, query) or {}).get("items") or []
+    return [dict(item, apiVersion=api_version, kind=kind) for item in items]
+
+
 def _failed(out, msg):
     out.update(failed=True, msg=msg)
     return out
@@ -409,8 +434,11 @@ def run_tree(server, component, objects, state="present", check_mode=False, diff
         try:
             gks, namespaces = tree.union_scope(parent, keep, parent_namespace)
             listed = _members(server, gks, sorted(set(namespaces) | {parent_namespace}), set_id, workers)
-            doomed = namespace_ownership.prunable(tree.prune_candidates(listed, keep, set_id), component,
-                                                  server.get)
+            # the namespace that holds every component's ApplySet record is never deleted by a prune
+            candidates = [c for c in tree.prune_candidates(listed, keep, set_id)
+                          if tree.group_kind(c) != ("", "Namespace")
+                          or (c.get("metadata") or {}).get("name") != parent_namespace]
+            doomed = namespace_ownership.prunable(candidates, component, server.get)
             pruned = job.delete(doomed)
             problem = apply_problem(pruned, component + " (prune)")
             if problem:

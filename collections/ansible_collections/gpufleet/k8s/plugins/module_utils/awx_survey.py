@@ -22,6 +22,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.role_specs import stage_options
 from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import yaml
 
@@ -185,9 +186,15 @@ def parse_answers(answers):
 
 def stage_survey_options(project_dir, stage):
     """{variable: option} a stage's survey may ask about: the argument-spec options of the roles the
-    stage playbook includes (project-wide inputs such as gpufleet_allow_reboot are options of the
-    gpufleet role's spec). Nothing is read from the README."""
-    return dict(stage_options(project_dir, "playbooks/%s.yml" % stage))
+    stage playbook includes, then the project-wide ``gpufleet_*`` inputs wherever their one
+    declaration lives (``gpufleet_gpu_pools`` in the gpu_pools role, which preflight reads first).
+    Nothing is read from the README."""
+    options = dict(stage_options(project_dir, "playbooks/%s.yml" % stage))
+    for role in role_specs.input_roles():
+        for name, option in role_specs.options(role).items():
+            if name.startswith("gpufleet_"):
+                options.setdefault(name, option)
+    return options
 
 
 def _batch(item, variable):

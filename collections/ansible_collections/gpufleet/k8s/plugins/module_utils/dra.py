@@ -55,8 +55,11 @@ DRA_KEYS = ("product_name", "min_memory_gb", "time_slice_interval", "mps_active_
             "claim_namespaces")
 # GKE installs the driver under /home/kubernetes/bin/nvidia (GKE's DRA guide: the chart with that root).
 DRIVER_ROOTS = {"gke": "/home/kubernetes/bin/nvidia"}
+# where the GPU Operator's driver container puts the driver (NVIDIA's DRA driver docs: nvidiaDriverRoot)
+OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 VERSION = re.compile(r"^v?([0-9]+)\.([0-9]+)(\.[0-9]+)?([-+].*)?$")
 QUOTED = re.compile(r"^[^'\\\n]*$")
+CHART_VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$")
 
 
 def is_dra(pool):
@@ -139,8 +142,8 @@ def check_pool(var, pool, problems):
         problems.error(var + ".sharing", "%s only appl%s to the device plugin; a DRA pool shares through the "
                        "driver's GpuConfig: use sharing.mode (%s) with dra.time_slice_interval or "
                        "dra.mps_active_thread_percentage, or allocation: device-plugin"
-                       % (", ".join(given), "ies" if len(given) == 1 else "y", one_of(("none", "time-slicing",
-                                                                                          "mps", "mig"))))
+                       % (", ".join(given), "ies" if len(given) == 1 else "y",
+                          one_of(("none", "time-slicing", "mps", "mig"))))
     interval = dra.get("time_slice_interval")
     if interval is not None and (mode != "time-slicing" or interval not in TIME_SLICE_INTERVALS):
         problems.error(var + ".dra.time_slice_interval", "%r is not allowed%s; use %s" % (
@@ -167,8 +170,7 @@ def check(params, plan, problems):
         if not isinstance(s.get(key), bool):
             problems.error(SETTINGS_PREFIX + key, "%r is not a boolean; use one of: true, false" % (s.get(key),))
     version = s.get("chart_version")
-    if not isinstance(version, str) or (version and not re.match(r"^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$",
-                                                                  version)):
+    if not isinstance(version, str) or (version and not CHART_VERSION.match(version)):
         problems.error(SETTINGS_PREFIX + "chart_version", "%r is not allowed; use a chart version such as %s "
                        "(no v prefix), or empty for the pinned one" % (version, CHARTS["dra_driver"]["version"]))
     if s.get("state") not in ("present", "absent"):
@@ -187,6 +189,23 @@ def check(params, plan, problems):
     if s.get("gpus_enabled") is False:
         problems.error(SETTINGS_PREFIX + "gpus_enabled", "false publishes no GPU, but pool(s) %s use allocation dra "
                        "and claim GPUs; use true" % ", ".join(p["name"] for p in wanted))
+    names = ", ".join(p["name"] for p in wanted)
+    if platform == "gke":
+        for i, pool in enumerate(pools):
+            if is_dra(pool) and pool.get("compute_class"):
+                problems.error("%s[%d].compute_class" % ("gpufleet_gpu_pools", i), "true asks GKE to create the "
+                               "pool's nodes, but GKE's node auto-creation does not support DRA; use one of: false "
+                               "(create the node pool yourself), or allocation: device-plugin")
+        problems.warn("gpufleet_gpu_pools", "GKE: create the node pool(s) of %s yourself, with --accelerator "
+                      "...,gpu-driver-version=disabled (then install the driver with Google's installer, under "
+                      "/home/kubernetes/bin/nvidia) and the node labels gke-no-default-nvidia-gpu-device-plugin=true, "
+                      "%s=dra and gpufleet.io/pool=<pool>; GKE's own time-sharing, MPS and MIG node pool settings do "
+                      "not apply to DRA pools" % (names, ALLOCATION_LABEL))
+    if platform == "eks":
+        problems.warn("gpufleet_gpu_pools", "EKS: Karpenter does not yet simulate DRA devices (upstream tracking issue "
+                      "kubernetes-sigs/karpenter#3228), so a pending pod's claim may not make it launch a node for "
+                      "%s; keep min_nodes at the GPUs you need, or run these pools as managed node groups (AMI with "
+                      "the NVIDIA driver, node labels %s=dra and gpufleet.io/pool=<pool>)" % (names, ALLOCATION_LABEL))
     var, value = _cluster_version(platform, extra)
     parsed = parse_version(value) if value not in (None, "") else None
     if value in (None, ""):
@@ -202,11 +221,21 @@ def check(params, plan, problems):
 
 
 # ------------------------------------------------------------------------------------------ helm values
-def driver_root(platform, s):
+def driver_root(plan, s, extra=None):
+    """nvidiaDriverRoot: the input, else where the driver is: the GPU Operator's driver container
+    (/run/nvidia/driver) in operator mode when the operator installs the driver, GKE's install directory,
+    or the host (/)."""
     root = s.get("driver_root") or "auto"
     if root != "auto":
         return root
-    return DRIVER_ROOTS.get(platform, "/")
+    if plan.get("addons_mode") == "operator":
+        # imported here: gpu_operator -> device_plugin -> dra
+        from ansible_collections.gpufleet.k8s.plugins.module_utils import addons, gpu_operator
+        op = addons.settings(plan, extra or {})
+        host_driver = gpu_operator.host_components(plan, op)[0]
+        if addons.truthy(op["gpu_operator_driver_enabled"], not host_driver):
+            return OPERATOR_DRIVER_ROOT
+    return DRIVER_ROOTS.get(plan.get("platform"), "/")
 
 
 def chart(s, chart_path=""):
@@ -239,7 +268,7 @@ def driver_values(plan, extra):
     tag = img["tag"] + ("@" + img["digest"] if img.get("digest") else "")
     gpus = bool(s.get("gpus_enabled"))
     values = {
-        "nvidiaDriverRoot": driver_root(plan.get("platform"), s),
+        "nvidiaDriverRoot": driver_root(plan, s, extra),
         # the chart refuses resources.gpus.enabled without this acknowledgement (GPU part: tech preview)
         "gpuResourcesEnabledOverride": gpus,
         "resources": {"gpus": {"enabled": gpus},
@@ -349,7 +378,9 @@ def claim_objects(pool, namespace):
     if not is_dra(pool):
         return []
     mode = _mode(pool)
-    meta = lambda name: {"name": name, "namespace": namespace, "labels": _labels(pool)}  # noqa: E731
+
+    def meta(name):
+        return {"name": name, "namespace": namespace, "labels": _labels(pool)}
     out = []
     if mode == "mig":
         out.append({"apiVersion": API_VERSION, "kind": "ResourceClaimTemplate", "metadata": meta(template_name(pool)),
@@ -369,11 +400,11 @@ def claim_objects(pool, namespace):
     return out
 
 
-def claims_for_pools(pools, namespaces):
-    """Claim objects of every DRA pool in each of ``namespaces`` and the pool's own dra.claim_namespaces."""
+def claims_for_pools(pools, namespaces, own=True):
+    """Claim objects of every DRA pool in each of ``namespaces`` and (``own``) the pool's dra.claim_namespaces."""
     out = []
     for pool in dra_pools(pools):
-        wanted = list(namespaces) + [n for n in (pool.get("dra") or {}).get("claim_namespaces") or []
+        wanted = list(namespaces) + [n for n in ((pool.get("dra") or {}).get("claim_namespaces") or [] if own else [])
                                      if n not in namespaces]
         for ns in wanted:
             out.extend(claim_objects(pool, ns))
@@ -416,3 +447,57 @@ def node_labels(pool):
 def device_plugin_exclusion():
     """Node selector expression every device plugin term gets: never on a DRA pool's node."""
     return {"key": ALLOCATION_LABEL, "operator": "NotIn", "values": ["dra"]}
+
+
+# ------------------------------------------------------------------------------------------ counting
+def _attr(device, name):
+    value = (device.get("attributes") or {}).get(name) or {}
+    return value.get("string", value.get("stringValue"))
+
+
+def node_devices(slices):
+    """{node name: {"gpu": count, "mig": {profile: count}}} of the driver's devices in ``slices``
+    (ResourceSlice objects as the API returns them; other drivers' slices are ignored)."""
+    out = {}
+    for item in slices or []:
+        spec = item.get("spec") or {}
+        if spec.get("driver") != DRIVER or not spec.get("nodeName"):
+            continue
+        entry = out.setdefault(spec["nodeName"], {"gpu": 0, "mig": {}})
+        for device in spec.get("devices") or []:
+            kind = _attr(device, "type")
+            if kind == "gpu":
+                entry["gpu"] += 1
+            elif kind == "mig":
+                profile = _attr(device, "profile") or "unknown"
+                entry["mig"][profile] = entry["mig"].get(profile, 0) + 1
+    return out
+
+
+def expected_devices(pool, per_gpu=None):
+    """{what: count} one node of a DRA pool must publish: ``gpu`` devices, or ``mig <profile>`` devices
+    (``per_gpu``: MIG instances of the profile per GPU, when known)."""
+    if _mode(pool) == "mig":
+        profile = (pool.get("sharing") or {}).get("mig_profile")
+        return {"mig %s" % profile: pool["gpus_per_node"] * per_gpu} if per_gpu else {}
+    return {"gpu": pool["gpus_per_node"]}
+
+
+def published(devices, what):
+    """The count of ``what`` (an expected_devices key) in one node's node_devices entry."""
+    devices = devices or {"gpu": 0, "mig": {}}
+    if what == "gpu":
+        return devices["gpu"]
+    return devices["mig"].get(what[len("mig "):], 0)
+
+
+def claim_allocations(claims):
+    """{node name: allocated devices of the driver} from ResourceClaims (status.allocation; the node is the
+    device pool's name, which the driver's kubelet plugin sets to the node name)."""
+    out = {}
+    for claim in claims or []:
+        allocation = (claim.get("status") or {}).get("allocation") or {}
+        for result in (allocation.get("devices") or {}).get("results") or []:
+            if result.get("driver") == DRIVER and result.get("pool"):
+                out[result["pool"]] = out.get(result["pool"], 0) + 1
+    return out

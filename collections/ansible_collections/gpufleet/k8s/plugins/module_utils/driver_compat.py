@@ -75,6 +75,7 @@ CUDA_MAJOR_MINIMUM = {11: 450, 12: 525, 13: 580}
 # newest first. A CUDA version newer than the first row is unknown: preflight refuses it rather than
 # judge it by an older release's driver.
 CUDA_RELEASE_MINIMUMS = (
+    ((13, 3), "610.43.02"),     # CUDA 13.3 release notes (R610, a branch gpufleet does not install yet)
     ((13, 2), "595.45.04"),
     ((13, 1), "590.44.01"),
     ((13, 0), "580.65.06"),

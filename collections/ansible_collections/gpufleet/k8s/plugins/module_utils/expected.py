@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils import dra
 from ansible_collections.gpufleet.k8s.plugins.module_utils.mig import instances_per_gpu
 
 GPU = "nvidia.com/gpu"
@@ -64,12 +65,15 @@ def node_pool(node, pools):
     return None
 
 
-def validate_nodes(pools, nodes, smoke=None, metrics=None):
+def validate_nodes(pools, nodes, smoke=None, metrics=None, slices=None):
     """Per-node rows and failures.
 
     ``nodes``: Node objects (k8s_info ``resources``). ``smoke``: {pool name: "passed"|"failed: ..."}.
     ``metrics``: {node name: bool} whether the node's exporter served DCGM_FI_DEV_GPU_UTIL.
+    ``slices``: ResourceSlice objects; a node of a pool with ``allocation: dra`` is judged by the devices
+    NVIDIA's DRA driver publishes for it there (dra.py), not by extended resources.
     """
+    devices = dra.node_devices(slices)
     smoke = smoke or {}
     metrics = metrics or {}
     rows, failures = [], []
@@ -87,7 +91,15 @@ def validate_nodes(pools, nodes, smoke=None, metrics=None):
         if not _ready(node):
             problems.append("node not Ready")
         got = {}
-        for resource, count in sorted(expected.items()):
+        if pool.get("allocation") == "dra":
+            profile = (pool.get("sharing") or {}).get("mig_profile")
+            expected = dra.expected_devices(pool, instances_per_gpu(pool.get("gpu_type"), profile) if profile else None)
+            for what, count in sorted(expected.items()):
+                got[what] = dra.published(devices.get(name), what)
+                if got[what] != count:
+                    problems.append("%s devices in ResourceSlices of %s: %d, expected %d"
+                                    % (what, dra.DRIVER, got[what], count))
+        for resource, count in sorted(expected.items() if pool.get("allocation") != "dra" else []):
             got[resource] = _to_int(allocatable.get(resource))
             if got[resource] != count:
                 problems.append("%s allocatable %d, expected %d" % (resource, got[resource], count))

@@ -25,7 +25,9 @@ __metaclass__ = type
 import html
 import json
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils import dra
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.mig import instances_per_gpu
 from ansible_collections.gpufleet.k8s.plugins.module_utils.expected import POOL_LABEL, expected_resources
 from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import COMPUTE_CLASS_LABEL, placement
 
@@ -162,8 +164,21 @@ def _window_hours(window):
     return None
 
 
+def _dra_per_node(pool):
+    """GPU units one node of a pool with ``allocation: dra`` publishes (GPUs, or MIG devices of its profile)."""
+    profile = (pool.get("sharing") or {}).get("mig_profile")
+    per_gpu = instances_per_gpu(pool.get("gpu_type"), profile) if profile else None
+    return sum(dra.expected_devices(pool, per_gpu).values())
+
+
 def build_report(plan, groups=None, gpu_facts=None, nodes=None, pods=None, utilisation=None, idle_percent=10.0,
-                 window="24h", prices=None, generated_at=None, utilisation_scale=100.0):
+                 window="24h", prices=None, generated_at=None, utilisation_scale=100.0, slices=None, claims=None):
+    """``slices`` (ResourceSlice objects) and ``claims`` (ResourceClaim objects): for the nodes of pools with
+    ``allocation: dra``, the devices NVIDIA's DRA driver publishes there are their capacity and the devices
+    allocated by claims their requested units (instead of extended resources and pod limits)."""
+    dra_pool_names = {p["name"] for p in dra.dra_pools(plan["pools"])}
+    devices = dra.node_devices(slices)
+    allocated = dra.claim_allocations(claims)
     groups = groups or {}
     gpu_facts = gpu_facts or {}
     prices = prices or {}
@@ -179,6 +194,9 @@ def build_report(plan, groups=None, gpu_facts=None, nodes=None, pods=None, utili
         gpu_units = sum(int(_num(v)) for k, v in alloc.items() if k.startswith(GPU_RESOURCE_PREFIXES))
         labels = meta.get("labels") or {}
         pool = node_pool_name(node, plan["pools"], platform)
+        if pool in dra_pool_names:
+            published = devices.get(meta["name"]) or {"gpu": 0, "mig": {}}
+            gpu_units = published["gpu"] + sum(published["mig"].values())
         if pool:
             node_pool[meta["name"]] = pool
             node_alloc[meta["name"]] = gpu_units
@@ -190,6 +208,8 @@ def build_report(plan, groups=None, gpu_facts=None, nodes=None, pods=None, utili
         if (pod.get("status") or {}).get("phase") not in ACTIVE_PHASES:
             continue
         node_name = (pod.get("spec") or {}).get("nodeName")
+        if node_pool.get(node_name) in dra_pool_names:
+            continue  # counted from the ResourceClaims' allocations below
         if node_name:
             requested[node_name] = requested.get(node_name, 0) + pod_gpu_requests(pod)
         elif pod_gpu_requests(pod):
@@ -197,10 +217,13 @@ def build_report(plan, groups=None, gpu_facts=None, nodes=None, pods=None, utili
             wanted = ((pod.get("spec") or {}).get("nodeSelector") or {}).get(POOL_LABEL)
             pending_gpu_pods[wanted] = pending_gpu_pods.get(wanted, 0) + 1
 
+    for node_name, count in allocated.items():
+        if node_pool.get(node_name) in dra_pool_names:
+            requested[node_name] = requested.get(node_name, 0) + count
     pool_rows, node_rows, hints = [], [], []
     drivers_seen = {}
     for pool in plan["pools"]:
-        per_node = sum(expected_resources(pool).values())
+        per_node = _dra_per_node(pool) if pool["name"] in dra_pool_names else sum(expected_resources(pool).values())
         if live:
             members = sorted(n for n, p in node_pool.items() if p == pool["name"])
             planned_nodes = len(members)

@@ -33,6 +33,12 @@ EXPORTER_JOB = ".*dcgm-exporter.*"
 # 48 double-bit ECC, 63/64 row remapping, 74 NVLink, 79 fell off the bus, 92 high single-bit ECC
 # rate, 94/95 contained/uncontained ECC, 119/120 GSP.
 CRITICAL_XIDS = (48, 63, 64, 74, 79, 92, 94, 95, 119, 120)
+# The alerts a broken GPU raises link to gpufleet's remediation (playbooks/remediate.yml).
+RUNBOOK_URL = "https://github.com/gpufleet/gpufleet/blob/main/docs/remediation.md"
+REMEDIATION = ("ansible-playbook playbooks/remediate.yml -i <inventory> -e gpufleet_apply=true "
+               "(a dry run; add -e gpu_remediation_dry_run=false to taint, cordon, drain and replace within limits)")
+REMEDIATED_ALERTS = ("GpuFellOffTheBus", "GpuCriticalXid", "GpuRowRemapFailure", "GpuUncorrectableMemoryErrors",
+                     "GpuMissing")
 
 
 def defaults():
@@ -91,7 +97,17 @@ def problems(plan, extra):
 # --------------------------------------------------------------------------------------------
 
 def rule_groups(s):
-    """Prometheus rule groups (the same in the PrometheusRule and the plain rules file)."""
+    """Prometheus rule groups (the same in the PrometheusRule and the plain rules file); the alerts of a
+    broken GPU carry ``runbook_url`` and ``remediation`` annotations naming playbooks/remediate.yml."""
+    groups = _rule_groups(s)
+    for group in groups:
+        for rule in group["rules"]:
+            if rule["alert"] in REMEDIATED_ALERTS:
+                rule["annotations"].update({"runbook_url": RUNBOOK_URL, "remediation": REMEDIATION})
+    return groups
+
+
+def _rule_groups(s):
     idle = float(s["gpu_monitoring_idle_percent"]) / 100.0
     where = "{{ $labels.Hostname }} GPU {{ $labels.gpu }}"
     xid = "DCGM_FI_DEV_XID_ERRORS"

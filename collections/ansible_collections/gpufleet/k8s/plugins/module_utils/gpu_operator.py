@@ -258,10 +258,13 @@ def operator_objects(plan, extra):
             objs.append({"apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
                          "metadata": {"name": pkg["package"], "namespace": namespace_},
                          "spec": {"targetNamespaces": [namespace_]}})
+            sub = {"channel": s["gpu_operator_olm_nfd_channel"] if name == "nfd" else pkg["channel"],
+                   "name": pkg["package"], "source": pkg["source"], "sourceNamespace": pkg["source_namespace"],
+                   "installPlanApproval": s["gpu_operator_olm_approval"]}
+            if pkg.get("starting_csv"):
+                sub["startingCSV"] = pkg["starting_csv"]
             objs.append({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
-                         "metadata": {"name": pkg["package"], "namespace": namespace_},
-                         "spec": {"channel": pkg["channel"], "name": pkg["package"], "source": pkg["source"],
-                                  "sourceNamespace": pkg["source_namespace"], "installPlanApproval": "Automatic"}})
+                         "metadata": {"name": pkg["package"], "namespace": namespace_}, "spec": sub})
         objs.append({"apiVersion": "v1", "kind": "ConfigMap",
                      "metadata": {"name": DEVICE_PLUGIN_CONFIG_MAP, "namespace": ns, "labels": _a.labels("gpu-operator")},
                      "data": plugin_configs(plan.get("pools") or [])})

@@ -22,6 +22,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -359,6 +360,8 @@ def converge(run, wanted_state, profiles, devices="all", profiles_var="gpu_mig_p
 
 
 def _subprocess_run(argv):
+    # the unit names the program the role was given (gpu_mig_nvidia_smi); default nvidia-smi from PATH
+    argv = [os.environ.get("GPUFLEET_NVIDIA_SMI") or argv[0]] + argv[1:] if argv[0] == "nvidia-smi" else argv
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
     return proc.returncode, proc.stdout, proc.stderr
 

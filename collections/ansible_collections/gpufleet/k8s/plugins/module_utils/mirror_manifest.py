@@ -16,6 +16,7 @@ __metaclass__ = type
 
 import copy
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.dra import chart as dra_chart, dra_pools, settings as dra_settings
 from ansible_collections.gpufleet.k8s.plugins.module_utils import addons as _a
 from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import pool_architectures
@@ -170,6 +171,8 @@ def _images(plan, values, s, notes):
                 wanted.append(("nfd", "nvidia_device_plugin"))
         if s["dcgm_exporter_enabled"]:
             wanted.append(("dcgm_exporter", "dcgm_exporter"))
+    if mode in ("standalone", "operator") and dra_pools(plan.get("pools")):
+        wanted.append(("dra_driver", "nvidia_dra_driver"))
     for name, component in wanted:
         img = table[name]
         ref = "%s:%s" % (img["repository"], img["tag"]) + ("@" + img["digest"] if img.get("digest") else "")
@@ -192,7 +195,26 @@ def _images(plan, values, s, notes):
     return unique
 
 
+def _dra_chart(plan, values):
+    """The DRA driver chart, where a pool has allocation dra (role nvidia_dra_driver, both add-on modes)."""
+    if plan.get("addons_mode") not in ("standalone", "operator") or not dra_pools(plan.get("pools")):
+        return []
+    chart = dra_chart(dra_settings(values))
+    chart.pop("path", None)
+    chart["file"] = "%s-%s.tgz" % (chart["name"], chart["version"])
+    directory = str_or_empty(values.get("gpufleet_mirror_chart_path"))
+    chart["mirror"] = chart_file(chart["name"], chart["version"], directory) if directory else ""
+    chart["values_file"] = "cluster/dra-driver/dra-driver-values.yaml"
+    chart["operands"] = False
+    return [chart]
+
+
 def _charts(plan, s, values):
+    charts, olm = _operator_charts(plan, s, values)
+    return charts + _dra_chart(plan, values), olm
+
+
+def _operator_charts(plan, s, values):
     if plan.get("addons_mode") != "operator":
         return [], []
     if plan.get("platform") == "openshift":

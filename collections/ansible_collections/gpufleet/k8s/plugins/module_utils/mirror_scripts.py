@@ -224,6 +224,8 @@ def script_images(man):
         ref = join_image("", path, tag, digest)[1:]
         body.append("copy %s %s" % (_q(img["source"]), _q(ref)))
     for chart in man["charts"]:
+        if chart.get("operands") is False:
+            continue  # its images are listed above (the DRA driver chart runs one pinned image)
         body += [
             "",
             "# GPU Operator operands: every image the pinned chart renders with gpufleet's values",

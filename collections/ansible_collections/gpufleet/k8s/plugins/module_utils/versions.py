@@ -7,10 +7,19 @@ Tags are pinned; a digest may be added per image (``digest: sha256:...``) and is
 (``repo:tag@sha256:...``). ``gpufleet_registry_prefix`` replaces the registry host of every image
 (``nvcr.io/nvidia/k8s-device-plugin`` -> ``mirror.example:5000/nvidia/k8s-device-plugin``) so one
 variable points everything at a mirror; ``gpufleet_image_overrides`` changes repository, tag or
-digest of single images. The set below is the one GPU Operator chart v25.10.1 itself ships (its
-release notes: device plugin / GFD v0.18.1, DCGM Exporter 4.4.2-4.7.0, Container Toolkit v1.18.1,
-MIG manager v0.13.1, default driver 580.105.08; NFD v0.18.2 as the chart's dependency), so the
-standalone and operator modes run the same component versions. ``table_markdown`` writes the
+digest of single images. The set below is the one GPU Operator chart v26.7.0 itself ships (its
+deployments/gpu-operator/values.yaml and OLM bundle at tag v26.7.0: device plugin / GFD v0.20.0,
+DCGM Exporter 4.6.0-4.8.3-distroless, DCGM 4.6.0-1, Container Toolkit v1.20.0, MIG manager v0.15.0,
+default driver 595.91.07), so the standalone and operator modes run the same component versions.
+NFD stays at v0.18.2 (the chart now depends on NFD chart 0.19.0): gpufleet's NFD manifests and RBAC
+allow-list were checked against v0.18.2, and no published digest of v0.18.2 was found.
+
+Digests (issue 30 item 7) are the ones NVIDIA publishes for the same tags in the GPU Operator's OLM
+bundle (bundle/manifests/gpu-operator-certified.clusterserviceversion.yaml, relatedImages, at tag
+v26.7.0): the multi-architecture index digest, so every node pulls exactly what NVIDIA released. An
+image without a published digest keeps ``digest: ""`` and is pinned by tag only (named in
+docs/security.md). ``scripts/pins-from-chart.py`` compares a chart version's values.yaml with this
+file when moving to a new release. ``table_markdown`` writes the
 the version table of docs/reference/tables.md from here (a test keeps them equal).
 """
 
@@ -23,8 +32,11 @@ import re
 
 IMAGES = {
     # k8s-device-plugin: the plugin, its config-manager, the MPS control daemon and GFD share one image.
-    "device_plugin": {"repository": "nvcr.io/nvidia/k8s-device-plugin", "tag": "v0.18.1", "digest": ""},
-    "dcgm_exporter": {"repository": "nvcr.io/nvidia/k8s/dcgm-exporter", "tag": "4.4.2-4.7.0-ubuntu22.04", "digest": ""},
+    "device_plugin": {"repository": "nvcr.io/nvidia/k8s-device-plugin", "tag": "v0.20.0",
+                      "digest": "sha256:a61ba9fd8efb82f3a79f877f7580e02c1e8e7593f62473644bc9c79e315c3312"},
+    # distroless: NVIDIA publishes 4.6.0-4.8.3 only in this variant (no shell in the image)
+    "dcgm_exporter": {"repository": "nvcr.io/nvidia/k8s/dcgm-exporter", "tag": "4.6.0-4.8.3-distroless",
+                      "digest": "sha256:613ab03c11d442fd960ff515f547e9921537454a712d08160bc8f677f89f1c35"},
     "nfd": {"repository": "registry.k8s.io/nfd/node-feature-discovery", "tag": "v0.18.2", "digest": ""},
     # NVIDIA's DRA Driver for GPUs (issue 28, pools with allocation: dra): the chart's own image, tag = the
     # chart's appVersion (v-prefixed); one image runs the controller and both kubelet plugins.
@@ -32,7 +44,7 @@ IMAGES = {
 }
 
 CHARTS = {
-    "gpu_operator": {"name": "gpu-operator", "repo_url": "https://helm.ngc.nvidia.com/nvidia", "version": "v25.10.1"},
+    "gpu_operator": {"name": "gpu-operator", "repo_url": "https://helm.ngc.nvidia.com/nvidia", "version": "v26.7.0"},
     # chart versions of nvidia-dra-driver-gpu have no v prefix; 25.12.0 serves resource.k8s.io/v1
     "dra_driver": {"name": "nvidia-dra-driver-gpu", "repo_url": "https://helm.ngc.nvidia.com/nvidia",
                    "version": "25.12.0"},
@@ -44,16 +56,36 @@ DRA_ONLY = ("dra_driver",)
 # What the pinned chart deploys itself in operator mode (not overridden by gpufleet; listed for the
 # docs/reference/tables.md and for reviewers comparing with the standalone images above).
 OPERATOR_COMPONENTS = {
-    "NVIDIA Container Toolkit (toolkit.version)": "v1.18.1",
-    "NVIDIA MIG Manager (migManager.version)": "v0.13.1",
-    "NVIDIA DCGM (dcgm.version)": "4.4.2-1",
-    "default driver (driver.version)": "580.105.08",
+    "NVIDIA Container Toolkit (toolkit.version)": "v1.20.0",
+    "NVIDIA MIG Manager (migManager.version)": "v0.15.0",
+    "NVIDIA DCGM (dcgm.version)": "4.6.0-1",
+    "default driver (driver.version)": "595.91.07",
 }
+# The chart values path of each version above and of the standalone images (what
+# scripts/pins-from-chart.py reads from a chart's values.yaml). dcgm.version carries an OS suffix in
+# the chart (4.6.0-1-ubuntu24.04); the comparison uses the part before it.
+CHART_VALUE_PATHS = {
+    "devicePlugin.version": ("image", "device_plugin"),
+    "gfd.version": ("image", "device_plugin"),
+    "dcgmExporter.version": ("image", "dcgm_exporter"),
+    "toolkit.version": ("operator", "NVIDIA Container Toolkit (toolkit.version)"),
+    "migManager.version": ("operator", "NVIDIA MIG Manager (migManager.version)"),
+    "dcgm.version": ("operator", "NVIDIA DCGM (dcgm.version)"),
+    "driver.version": ("operator", "default driver (driver.version)"),
+}
+
+# Karpenter (EKS): gpufleet installs no Karpenter; its NodePools and EC2NodeClasses are written for the
+# karpenter.sh/v1 and karpenter.k8s.aws/v1 APIs and were applied against the CRDs of this release
+# (newest 1.14.x patch; v1.13-v1.14 added fields gpufleet does not set: consolidationPolicy Balanced,
+# EC2NodeClass connectionTracking and cpuOptions, the CapacityBuffer API).
+KARPENTER = {"version": "v1.14.1", "apis": ("karpenter.sh/v1", "karpenter.k8s.aws/v1")}
 
 # OpenShift: packages installed through OLM instead of Helm.
 OLM_PACKAGES = {
-    "gpu_operator": {"package": "gpu-operator-certified", "channel": "v25.10", "source": "certified-operators",
-                     "source_namespace": "openshift-marketplace"},
+    # startingCSV: the exact operator version gpufleet pins; with gpu_operator_olm_approval Manual, OLM
+    # installs nothing newer until an administrator approves its InstallPlan.
+    "gpu_operator": {"package": "gpu-operator-certified", "channel": "v26.7", "source": "certified-operators",
+                     "source_namespace": "openshift-marketplace", "starting_csv": "gpu-operator-certified.v26.7.0"},
     "nfd": {"package": "nfd", "channel": "stable", "source": "redhat-operators",
             "source_namespace": "openshift-marketplace"},
 }
@@ -83,7 +115,8 @@ OPERATOR_REPOSITORIES = {
 # with the "NVIDIA CORPORATION (Open Source Projects)" key. Each fingerprint was read from two or more
 # independent public sources that check it (provisioning scripts and recipes pinning NVIDIA's keys).
 # The RHEL-family CUDA key (D42D0685.pub) is not listed: its full fingerprint could not be confirmed
-# from two sources, so it is named by file only (dnf imports and checks it itself).
+# from any public source that checks it (searched again for issue 30 item 7), so it is named by file
+# only (dnf imports and checks it itself).
 REPO_KEYS = {
     "cuda": {"file": "3bf863cc.pub", "fingerprint": "EB693B3035CD5710E231E123A4B469963BF863CC",
              "description": "NVIDIA's CUDA repository signing key (cudatools)"},
@@ -95,6 +128,14 @@ REPO_KEYS = {
 }
 # CUDA repository directory -> its key in REPO_KEYS (others: "cuda").
 CUDA_REPO_KEY_NAMES = {"debian13": "cuda_debian13"}
+
+# Images pinned by tag only, and why (every other image carries the digest NVIDIA publishes).
+UNDIGESTED = {
+    "nfd": "no published digest of registry.k8s.io/nfd/node-feature-discovery:v0.18.2 was found (NVIDIA's "
+           "OLM bundle does not list NFD; registry.k8s.io publishes none outside the registry itself)",
+    "dra_driver": "no published digest of nvcr.io/nvidia/k8s-dra-driver-gpu:v25.12.0 was found (the GPU "
+                  "Operator v26.7.0 bundle lists another image, dra-driver-nvidia-gpu v0.5.0)",
+}
 
 TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")
@@ -131,6 +172,53 @@ def dra_table_markdown():
         "| dra-driver image | %s | `%s` |" % (img["tag"], img["repository"])])
 
 
+def _value_at(values, path):
+    node = values
+    for key in path.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def _strip_os_suffix(version):
+    """4.6.0-1-ubuntu24.04 -> 4.6.0-1 (the chart's dcgm.version names an OS build of the same DCGM)."""
+    return re.sub(r"-(ubuntu|ubi|rhel|distroless)[0-9.]*$", "", str(version))
+
+
+def compare_chart_values(values, chart_version=None):
+    """What a GPU Operator chart's values.yaml (``values``, parsed) says against the pins here.
+
+    Returns rows ``{"what", "chart", "pinned", "status"}`` with status ``same``, ``differs`` or
+    ``absent`` (the values do not carry that key, as a stand-in chart's may not). ``chart_version``
+    (its Chart.yaml version) is compared with CHARTS["gpu_operator"] when given."""
+    if not isinstance(values, dict):
+        raise ValueError("the values file is not a YAML mapping")
+    rows = []
+    if chart_version is not None:
+        pinned = CHARTS["gpu_operator"]["version"]
+        rows.append({"what": "chart version", "chart": str(chart_version), "pinned": pinned,
+                     "status": "same" if str(chart_version) == pinned else "differs"})
+    for path in sorted(CHART_VALUE_PATHS):
+        kind, name = CHART_VALUE_PATHS[path]
+        found = _value_at(values, path)
+        pinned = IMAGES[name]["tag"] if kind == "image" else OPERATOR_COMPONENTS[name]
+        if found is None:
+            rows.append({"what": path, "chart": None, "pinned": pinned, "status": "absent"})
+            continue
+        have = _strip_os_suffix(found) if path == "dcgm.version" else str(found)
+        rows.append({"what": path, "chart": str(found), "pinned": pinned,
+                     "status": "same" if have == pinned else "differs"})
+        if kind == "image":
+            section = path.split(".")[0]
+            repo, image = _value_at(values, section + ".repository"), _value_at(values, section + ".image")
+            if repo and image:
+                full = "%s/%s" % (repo, image)
+                rows.append({"what": section + ".repository/image", "chart": full, "pinned": IMAGES[name]["repository"],
+                             "status": "same" if full == IMAGES[name]["repository"] else "differs"})
+    return rows
+
+
 def with_prefix(repository, prefix):
     """Replace the registry host of ``repository`` by ``prefix`` (empty: unchanged)."""
     if not prefix:
@@ -141,10 +229,14 @@ def with_prefix(repository, prefix):
 
 def images(overrides=None):
     """The image table with ``gpufleet_image_overrides`` applied (unknown names ignored here;
-    preflight reports them)."""
+    preflight reports them). A pinned digest belongs to the pinned tag: an override of the tag
+    without a digest of its own drops it (else the old digest would silently win over the new tag);
+    a repository override (a mirror copy) keeps it."""
     table = copy.deepcopy(IMAGES)
     for name, over in (overrides or {}).items():
         if name in table and isinstance(over, dict):
+            if "tag" in over and over.get("tag") != table[name]["tag"] and "digest" not in over:
+                table[name]["digest"] = ""
             table[name].update({k: v for k, v in over.items() if k in ("repository", "tag", "digest")})
     return table
 

@@ -21,8 +21,9 @@ description:
     are asked as C(gpufleet_survey_*) variables; role C(gpufleet_survey) parses the non-empty ones
     into the real variables before preflight.
   - A question may only ask about a variable that a role of the stage documents in its
-    C(meta/argument_specs.yml) (project-wide inputs are options of the C(gpufleet) role's spec);
-    the question's description is that option's description.
+    C(meta/argument_specs.yml), or a project-wide C(gpufleet_*) input wherever its one declaration
+    lives (C(gpufleet_gpu_pools) in the C(gpu_pools) role); the question's description is that
+    option's description.
   - Reads files only; changes nothing.
 author:
   - gpufleet maintainers (@gpufleet)

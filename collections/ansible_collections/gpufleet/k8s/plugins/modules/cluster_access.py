@@ -19,6 +19,9 @@ description:
     (no kubeconfig, connection refused, name not resolved, untrusted certificate, 401, 403...),
     the C(gpufleet_k8s_*) variables to set, and that nothing was applied; the client's raw error
     comes last.
+  - With O(find) and O(api_versions) it also makes the stage's first reads with the same client, in the
+    same task (what a C(kubernetes.core.k8s_info) or C(kubernetes.core.k8s_cluster_info) task did in its own
+    module interpreter).
   - Read-only.
 author:
   - gpufleet maintainers (@gpufleet)
@@ -31,6 +34,17 @@ options:
       - Path to a kubeconfig (C(~) is expanded); named in the failure message, so not hidden.
         The stage playbooks set it from C(gpufleet_k8s_kubeconfig).
     type: path
+  find:
+    description:
+      - Objects to list, by a name of your choosing; each value has C(api_version), C(kind) and optionally
+        C(label_selectors) (a list of selectors, all must match) and C(namespace) (default all namespaces).
+      - A kind the cluster does not serve (its CRD is not installed) gives an empty list.
+    type: dict
+    default: {}
+  api_versions:
+    description: Also return every group/version the API server serves, as RV(apis).
+    type: bool
+    default: false
 requirements:
   - kubernetes (Python client)
 """
@@ -47,19 +61,67 @@ version:
   returned: success
   type: dict
   sample: {major: "1", minor: "30", gitVersion: v1.30.4}
+found:
+  description: For each name in O(find), the objects listed (each with C(apiVersion) and C(kind)).
+  returned: success
+  type: dict
+  sample: {policies: []}
+apis:
+  description: Every group/version the API server serves (with O(api_versions)).
+  returned: success, with O(api_versions)
+  type: list
+  elements: str
+  sample: [v1, apps/v1, monitoring.coreos.com/v1]
 """
 
 import json
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.apply_run import (
+    ApiError, Lost, Server, list_objects, served_api_versions)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import access_problem, connection_args
+
+FIND_KEYS = ("api_version", "kind", "label_selectors", "namespace")
 
 
 def argspec():
     spec = connection_args(None)
     spec["kubeconfig"] = dict(type="path")  # a path, named in the message (so not no_log here)
+    spec["find"] = dict(type="dict", default={})
+    spec["api_versions"] = dict(type="bool", default=False)
     return spec
+
+
+def find_problems(find):
+    """What is wrong with the ``find`` option, one message per entry (before anything is asked)."""
+    problems = []
+    for name, query in sorted((find or {}).items()):
+        if not isinstance(query, dict):
+            problems.append("find.%s: must be a mapping with api_version and kind, got %r" % (name, query))
+            continue
+        unknown = sorted(set(query) - set(FIND_KEYS))
+        if unknown:
+            problems.append("find.%s: unknown key(s) %s; allowed: %s" % (name, ", ".join(unknown), ", ".join(FIND_KEYS)))
+        for key in ("api_version", "kind"):
+            if not isinstance(query.get(key), str) or not query.get(key):
+                problems.append("find.%s.%s: required, a non-empty string" % (name, key))
+        selectors = query.get("label_selectors")
+        if selectors is not None and (not isinstance(selectors, list) or not all(isinstance(x, str) for x in selectors)):
+            problems.append("find.%s.label_selectors: must be a list of strings, got %r" % (name, selectors))
+    return problems
+
+
+def reads(api_client, params):
+    """The ``find`` lists and (with ``api_versions``) the served group/versions, on one client."""
+    server = Server(api_client, timeout=30)
+    out = {"found": {}}
+    for name, query in sorted(params["find"].items()):
+        out["found"][name] = list_objects(server, query["api_version"], query["kind"],
+                                          query.get("label_selectors"), query.get("namespace"))
+    if params["api_versions"]:
+        out["apis"] = served_api_versions(server)
+    return out
 
 
 def run(module):
@@ -68,6 +130,9 @@ def run(module):
     this file in render mode too (plugins/callback/preload_filters.py imports it before an apply-mode run
     reaches this task, so the worker finds it loaded)."""
     conn = connection_args(module.params)
+    problems = find_problems(module.params["find"])
+    if problems:
+        module.fail_json(msg="gpufleet.k8s.cluster_access: %s. Nothing was read." % "; ".join(problems))
     shown = {k: v for k, v in conn.items() if k in ("kubeconfig", "context", "host")}
     try:
         import kubernetes
@@ -81,8 +146,13 @@ def run(module):
         version = json.loads(response.data)
     except Exception as exc:  # every client error becomes the one clear message
         module.fail_json(msg=access_problem(getattr(exc, "msg", None) or str(exc), shown))
+    try:
+        found = reads(client.client.client, module.params)
+    except (ApiError, Lost) as exc:
+        module.fail_json(msg="gpufleet.k8s.cluster_access: the cluster answered the version request but not a read "
+                         "(%s); nothing was applied" % (exc.message if isinstance(exc, ApiError) else exc))
     module.exit_json(changed=False, version={"major": version.get("major"), "minor": version.get("minor"),
-                                             "gitVersion": version.get("gitVersion")})
+                                             "gitVersion": version.get("gitVersion")}, **found)
 
 
 def main():

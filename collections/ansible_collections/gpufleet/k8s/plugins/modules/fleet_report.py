@@ -48,6 +48,18 @@ options:
     description: Pod objects from the API server.
     type: list
     elements: dict
+  slices:
+    description:
+      - ResourceSlice objects (C(resource.k8s.io/v1)); the capacity of the nodes of pools with C(allocation)
+        C(dra) is the devices NVIDIA's DRA driver publishes there.
+    type: list
+    elements: dict
+  claims:
+    description:
+      - ResourceClaim objects; the devices they have allocated on the nodes of pools with C(allocation) C(dra)
+        are those nodes' requested units.
+    type: list
+    elements: dict
   utilisation:
     description:
       - Prometheus instant-query response for the average of DCGM_FI_PROF_GR_ENGINE_ACTIVE (0-1) per
@@ -116,6 +128,8 @@ def argspec():
         gpu_facts=dict(type="dict", default={}),
         nodes=dict(type="list", elements="dict"),
         pods=dict(type="list", elements="dict"),
+        slices=dict(type="list", elements="dict"),
+        claims=dict(type="list", elements="dict"),
         utilisation=dict(type="dict"),
         utilisation_scale=dict(type="float", default=100.0),
         idle_percent=dict(type="float", default=10.0),
@@ -146,7 +160,7 @@ def run(module):
     try:
         report = build_report(p["plan"], p["groups"], p["gpu_facts"], p["nodes"], p["pods"], p["utilisation"],
                               p["idle_percent"], window=p["window"], prices=p["prices"], generated_at=p["generated_at"],
-                              utilisation_scale=p["utilisation_scale"])
+                              utilisation_scale=p["utilisation_scale"], slices=p["slices"], claims=p["claims"])
     except (KeyError, TypeError, ValueError) as exc:
         module.fail_json(msg="cannot build the fleet report: %s: %s" % (type(exc).__name__, exc))
     if report.get("generated_at"):

@@ -16,7 +16,7 @@ description:
   - Reads the GPUs and their MIG mode with one C(nvidia-smi --query-gpu) call, and the current layout with
     C(nvidia-smi mig -lgip), C(-lgi) and C(-lci).
   - With O(state=present), gives every selected GPU the GPU instances O(profiles) names (each with one
-    full-size compute instance): enables MIG mode, destroys the compute and GPU instances of a GPU whose
+    full-size compute instance) - enables MIG mode, destroys the compute and GPU instances of a GPU whose
     layout differs, creates the wanted ones. A GPU whose layout already equals the plan is not touched.
   - With O(state=absent), destroys the instances and disables MIG mode on the selected GPUs.
   - A profile a GPU does not offer (its C(-lgip) list; with MIG disabled, NVIDIA's documented profiles of
@@ -43,8 +43,8 @@ options:
     default: present
   profiles:
     description:
-      - GPU instances per GPU, as NVIDIA mig-parted's C(mig-devices) - C({profile: count}); a count of
-        C(all) means as many as one GPU holds (C({1g.18gb: all}) is mig-parted's C(all-1g.18gb)).
+      - "GPU instances per GPU, as NVIDIA mig-parted's C(mig-devices) - C({profile: count}); a count of
+        C(all) means as many as one GPU holds (C({1g.18gb: all}) is mig-parted's C(all-1g.18gb))."
       - Required with O(state=present).
     type: dict
   devices:

@@ -65,6 +65,9 @@ attributes:
     details: Lists the pods that would be evicted or block the drain, and evicts nothing.
 requirements:
   - kubernetes (Python client)
+notes:
+  - On the controller (a task on C(localhost) or delegated there, with the local connection and without
+    C(become)) the module runs inside Ansible's worker process, without starting a module interpreter.
 """
 
 EXAMPLES = r"""
@@ -174,8 +177,8 @@ class _Api(object):
         return out
 
 
-def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+def run(module):
+    """The module's work on ``module`` (an AnsibleModule, or the action plugin's in-process stand-in)."""
     if not HAS_K8S:
         module.fail_json(msg=missing_required_lib("kubernetes"))
     p = module.params
@@ -190,6 +193,10 @@ def main():
     except Exception as exc:  # the client's own errors
         module.fail_json(msg="gpufleet could not drain node %s: %s" % (p["name"], exc))
     module.exit_json(**result)
+
+
+def main():
+    run(AnsibleModule(argument_spec=argspec(), supports_check_mode=True))
 
 
 if __name__ == "__main__":

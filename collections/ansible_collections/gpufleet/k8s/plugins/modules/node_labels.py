@@ -31,10 +31,12 @@ author:
   - gpufleet maintainers (@gpufleet)
 options:
   nodes:
-    description: Every Node gpufleet manages, with the labels and taints it wants there.
+    description:
+      - Every Node gpufleet manages, with the labels and taints it wants there. Omitted together with
+        O(nodes_json), no Node is wanted (everything gpufleet owns is removed, with O(prune)).
+      - Mutually exclusive with O(nodes_json).
     type: list
     elements: dict
-    default: []
     suboptions:
       name:
         description: The Node name.
@@ -52,6 +54,13 @@ options:
         type: list
         elements: dict
         default: []
+  nodes_json:
+    description:
+      - The same list as O(nodes), as one JSON text (filter C(gpufleet.k8s.objects_json)), checked against
+        the same suboptions. Ansible walks and copies every element of a list argument, which costs
+        seconds for a thousand Nodes; a text is passed as it is.
+      - Mutually exclusive with O(nodes).
+    type: raw
   prune:
     description: Remove what gpufleet owns from every Node not in O(nodes).
     type: bool
@@ -116,6 +125,7 @@ notes:
 import json
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import connection_args
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
@@ -159,11 +169,16 @@ class NodeApi:
             raise
 
 
+def _nodes_spec():
+    return dict(type="list", elements="dict", options=dict(
+        name=dict(type="str", required=True), host=dict(type="str"),
+        labels=dict(type="dict", default={}), taints=dict(type="list", elements="dict", default=[])))
+
+
 def argspec():
     spec = dict(
-        nodes=dict(type="list", elements="dict", default=[], options=dict(
-            name=dict(type="str", required=True), host=dict(type="str"),
-            labels=dict(type="dict", default={}), taints=dict(type="list", elements="dict", default=[]))),
+        nodes=_nodes_spec(),
+        nodes_json=dict(type="raw"),
         prune=dict(type="bool", default=True),
         force_conflicts=dict(type="bool", default=False),
         workers=dict(type="int", default=8),
@@ -172,11 +187,36 @@ def argspec():
     return spec
 
 
+def wanted_nodes(params):
+    """The ``nodes`` list, from ``nodes`` or ``nodes_json`` (checked against the same suboptions); GpufleetError
+    naming the option otherwise."""
+    if params.get("nodes") is not None and params.get("nodes_json") is not None:
+        raise GpufleetError("node_labels takes one of nodes and nodes_json, got both")
+    if params.get("nodes_json") is None:
+        return params.get("nodes") or []
+    value = params["nodes_json"]
+    if not isinstance(value, (list, tuple)):  # ansible-core 2.18 may hand over the list itself
+        try:
+            value = json.loads(value)
+        except (TypeError, ValueError) as exc:
+            raise GpufleetError("nodes_json is not JSON: %s" % exc)
+    if not isinstance(value, list):
+        raise GpufleetError("nodes_json must hold a list of Nodes (mappings), got %s" % type(value).__name__)
+    checked = ArgumentSpecValidator({"nodes": _nodes_spec()}).validate({"nodes": value})
+    if checked.error_messages:
+        raise GpufleetError("nodes_json: %s" % "; ".join(checked.error_messages))
+    return checked.validated_parameters["nodes"]
+
+
 def run(module):
     """The module's work on ``module`` (an AnsibleModule, or the in-process stand-in of the action plugin)."""
     p = module.params
     if p["workers"] < 1:
         module.fail_json(msg="workers: must be 1 or more, got %s" % p["workers"])
+    try:
+        nodes = wanted_nodes(p)
+    except GpufleetError as exc:
+        module.fail_json(msg=exc.msg)
     try:
         client = _api_client(p)
     except Exception as exc:  # the client's own errors (kubeconfig, connection): nothing was read or written
@@ -184,7 +224,7 @@ def run(module):
     if client is None:
         module.fail_json(msg=missing_required_lib("kubernetes"))
     try:
-        plans = converge(NodeApi(client), p["nodes"], prune=p["prune"], force=p["force_conflicts"],
+        plans = converge(NodeApi(client), nodes, prune=p["prune"], force=p["force_conflicts"],
                          check_mode=module.check_mode, workers=p["workers"])
     except GpufleetError as exc:
         module.fail_json(msg=exc.msg, **exc.details)

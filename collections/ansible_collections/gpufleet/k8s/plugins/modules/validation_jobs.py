@@ -52,6 +52,9 @@ attributes:
     details: Reads once and does not wait.
 requirements:
   - kubernetes (Python client)
+notes:
+  - On the controller (a task on C(localhost) or delegated there, with the local connection and without
+    C(become)) the module runs inside Ansible's worker process, without starting a module interpreter.
 """
 
 EXAMPLES = r"""
@@ -111,8 +114,8 @@ def _items(response):
     return json.loads(response.data).get("items") or []
 
 
-def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+def run(module):
+    """The module's work on ``module`` (an AnsibleModule, or the action plugin's in-process stand-in)."""
     if not HAS_K8S:
         module.fail_json(msg=missing_required_lib("kubernetes"))
     p = module.params
@@ -135,6 +138,10 @@ def main():
         module.fail_json(msg="gpufleet could not read the validation Jobs in %s: %s" % (p["namespace"], exc))
     smoke, metrics = split_verdicts(verdicts)
     module.exit_json(changed=False, verdicts=verdicts, smoke=smoke, metrics=metrics)
+
+
+def main():
+    run(AnsibleModule(argument_spec=argspec(), supports_check_mode=True))
 
 
 if __name__ == "__main__":

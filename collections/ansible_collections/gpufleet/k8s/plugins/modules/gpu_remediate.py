@@ -1,0 +1,269 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: gpu_remediate
+short_description: Find unhealthy GPU nodes and taint, cordon, drain or replace them within limits
+version_added: "0.3.0"
+description:
+  - Reads every Node, and the DCGM metrics through the Prometheus HTTP API when C(policy.prometheus_url) is
+    set, and decides which GPU nodes are unhealthy - C(nvidia.com/gpu) (or MIG) allocatable below capacity,
+    XID errors judged by NVIDIA's XID catalog, double-bit ECC errors, pages pending retirement, retired pages,
+    row-remap failure, NVLink recovery errors.
+  - Acts on them per O(policy) - record why in the Node annotation C(gpufleet.io/gpu-remediation), taint
+    C(gpufleet.io/gpu-unhealthy:NoSchedule), cordon, drain through the Eviction API, and replace (on EKS
+    delete the Karpenter NodeClaim; on GKE leave it to node auto-repair; on self-managed clusters the GPU
+    reset or reboot is only planned).
+  - Never more than C(policy.max_nodes) nodes at once, nor more than C(policy.max_percent) of a pool, nor
+    below a pool's C(min_nodes) schedulable nodes; a node that would break a limit is reported as held.
+  - When a node it remediated is healthy again, removes its own taint and cordon (only those) and the record.
+  - C(policy.dry_run) (the default) reads and decides, and changes nothing.
+  - The policy is validated before anything is read; a bad value fails naming the variable and what is allowed.
+author:
+  - gpufleet maintainers (@gpufleet)
+options:
+  pools:
+    description: The normalized GPU pools (C(gpufleet_plan.pools)); Nodes map to them as in the fleet report.
+    type: list
+    elements: dict
+    required: true
+  platform:
+    description: The cluster's platform (C(gpufleet_platform)); decides how a node is replaced.
+    type: str
+    required: true
+  cluster_name:
+    description: Cluster name for the report.
+    type: str
+    default: ""
+  policy:
+    description:
+      - The remediation policy, keys as the C(gpu_remediation_*) role variables without the prefix -
+        C(dry_run), C(actions), C(max_nodes), C(max_percent), C(restore), C(prometheus_url), C(window),
+        C(thresholds), C(xid_overrides), C(drain_timeout), C(drain_force), C(delete_emptydir_data).
+    type: dict
+    default: {}
+  prometheus_validate_certs:
+    description: Verify the Prometheus server's TLS certificate.
+    type: bool
+    default: true
+  prometheus_timeout:
+    description: Seconds per Prometheus query.
+    type: int
+    default: 30
+extends_documentation_fragment:
+  - gpufleet.k8s.attributes.no_diff
+  - gpufleet.k8s.k8s_connection
+attributes:
+  check_mode:
+    details: Reads and decides like a dry run; writes nothing.
+requirements:
+  - kubernetes (Python client)
+"""
+
+EXAMPLES = r"""
+- name: Say what remediation would do (dry run)
+  gpufleet.k8s.gpu_remediate:
+    pools: "{{ gpufleet_plan.pools }}"
+    platform: "{{ gpufleet_plan.platform }}"
+    policy:
+      prometheus_url: http://prometheus.monitoring:9090
+
+- name: Taint, cordon and drain at most one unhealthy node
+  gpufleet.k8s.gpu_remediate:
+    pools: "{{ gpufleet_plan.pools }}"
+    platform: kubeadm
+    policy:
+      dry_run: false
+      actions: [taint, cordon, drain]
+      max_nodes: 1
+"""
+
+RETURN = r"""
+nodes:
+  description: One entry per GPU node - state, decision, findings, the steps and what was done.
+  returned: always
+  type: list
+  elements: dict
+report:
+  description: The whole report (the JSON file the role writes).
+  returned: always
+  type: dict
+generated_at:
+  description: When the run read the cluster (UTC, ISO 8601); the report files leave it out so that a run that changes nothing leaves them as they were.
+  returned: always
+  type: str
+markdown:
+  description: The report as Markdown.
+  returned: always
+  type: str
+errors:
+  description: Steps that failed, one line per failure (a drain a PodDisruptionBudget kept blocking).
+  returned: always
+  type: list
+  elements: str
+"""
+
+import json
+import time
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import connection_args
+from ansible_collections.gpufleet.k8s.plugins.module_utils.drain import TooManyRequests
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import FIELD_MANAGER, Conflict
+from ansible_collections.gpufleet.k8s.plugins.module_utils import remediation, remediation_metrics, remediation_run
+
+try:
+    import kubernetes
+    from kubernetes.client.rest import ApiException
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+    HAS_K8S = True
+except ImportError:
+    HAS_K8S = False
+
+
+class _Api(object):
+    """Nodes, Pods, evictions, budgets and NodeClaims through the kubernetes client, as plain dicts."""
+
+    def __init__(self, api_client):
+        self.core = kubernetes.client.CoreV1Api(api_client)
+        self.policy = kubernetes.client.PolicyV1Api(api_client)
+        self.custom = kubernetes.client.CustomObjectsApi(api_client)
+
+    @staticmethod
+    def _json(response):
+        return json.loads(response.data)
+
+    def list_nodes(self):
+        return self._json(self.core.list_node(_preload_content=False)).get("items") or []
+
+    def get_node(self, name):
+        try:
+            return self._json(self.core.read_node(name, _preload_content=False))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def patch_node(self, name, patch):
+        try:
+            self.core.patch_node(name, patch, field_manager=FIELD_MANAGER,
+                                 _content_type="application/merge-patch+json", _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 409:
+                raise Conflict(name)
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def list_pods(self, node):
+        return self._json(self.core.list_pod_for_all_namespaces(
+            field_selector="spec.nodeName=%s" % node, _preload_content=False)).get("items") or []
+
+    def evict(self, namespace, name, grace_period):
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
+        try:
+            self.core.create_namespaced_pod_eviction(name, namespace, body, _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            if exc.status == 429:
+                raise TooManyRequests(str(exc.body))
+            raise
+        return True
+
+    def get_pod(self, namespace, name):
+        try:
+            return self._json(self.core.read_namespaced_pod(name, namespace, _preload_content=False))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def list_pdbs(self, namespaces):
+        out = []
+        for namespace in namespaces:
+            out += self._json(self.policy.list_namespaced_pod_disruption_budget(
+                namespace, _preload_content=False)).get("items") or []
+        return out
+
+    def list_nodeclaims(self):
+        try:
+            return self._json(self.custom.list_cluster_custom_object(
+                "karpenter.sh", "v1", "nodeclaims", _preload_content=False)).get("items") or []
+        except ApiException as exc:
+            if exc.status == 404:  # Karpenter is not installed
+                return []
+            raise
+
+    def delete_nodeclaim(self, name):
+        try:
+            self.custom.delete_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", name, _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+
+def argspec():
+    spec = dict(
+        pools=dict(type="list", elements="dict", required=True),
+        platform=dict(type="str", required=True),
+        cluster_name=dict(type="str", default=""),
+        policy=dict(type="dict", default={}),
+        prometheus_validate_certs=dict(type="bool", default=True),
+        prometheus_timeout=dict(type="int", default=30),
+    )
+    spec.update(connection_args(None))
+    return spec
+
+
+def run(module):
+    p = module.params
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    try:
+        policy = remediation.validate_policy(p["policy"])
+    except GpufleetError as exc:
+        module.fail_json(msg=exc.msg, **exc.details)
+    if not HAS_K8S:
+        module.fail_json(msg=missing_required_lib("kubernetes"))
+    try:
+        found = {}
+        if policy["prometheus_url"]:
+            responses = remediation_metrics.read_all(policy["prometheus_url"], policy["window"], policy["thresholds"],
+                                                     timeout=p["prometheus_timeout"],
+                                                     validate_certs=p["prometheus_validate_certs"])
+            found = remediation_metrics.findings(
+                responses, policy["thresholds"], lambda code: remediation.xid_verdict(code, policy["xid_overrides"]))
+        api = _Api(get_api_client(**connection_args(p)).client.client)
+        claims = api.list_nodeclaims() if p["platform"] in remediation.KARPENTER_PLATFORMS else []
+        entries = remediation.plan(api.list_nodes(), p["pools"], p["platform"], found, policy, claims)
+        remediation_run.execute(api, entries, policy, p["platform"], claims, now, check_mode=module.check_mode)
+    except GpufleetError as exc:
+        module.fail_json(msg=exc.msg, **exc.details)
+    except Exception as exc:  # the client's own errors (connection, auth, API status)
+        module.fail_json(msg="gpufleet could not read the cluster for remediation: %s" % exc)
+    rep = remediation_run.report(entries, policy, p["platform"], p["cluster_name"], check_mode=module.check_mode)
+    dry = module.check_mode or policy["dry_run"]
+    changed = not dry and any(n["done"] for n in rep["nodes"])
+    errors = [e for n in rep["nodes"] for e in n["errors"]]
+    module.exit_json(changed=changed, generated_at=now, nodes=rep["nodes"], report=rep, markdown=remediation_run.markdown(rep),
+                     errors=errors)
+
+
+def main():
+    run(AnsibleModule(argument_spec=argspec(), supports_check_mode=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Compare a GPU Operator chart version's values with gpufleet's pins (module_utils/versions.py).
+
+Usage:
+  scripts/pins-from-chart.py PATH [--json]
+
+PATH is a chart's values.yaml, or a chart directory (its values.yaml and Chart.yaml are read), for
+example an unpacked `helm pull nvidia/gpu-operator --version v26.7.0 --untar` or the test stand-in
+tests/standin/gpu-operator-chart. For each version gpufleet pins from the chart (device plugin / GFD,
+dcgm-exporter, container toolkit, MIG manager, DCGM, default driver, and the chart version itself) it
+prints the chart's value, the pin and same / differs / absent. Exit status: 0 when nothing differs,
+1 when something does (the pins to move in versions.py, then the digests from NVIDIA's OLM bundle of
+that release, see docs/security.md), 2 when the file cannot be read.
+"""
+
+import json
+import os
+import sys
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "collections"))
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import compare_chart_values  # noqa: E402
+
+
+def load(path):
+    """(values, chart version or None) from a values file or a chart directory."""
+    chart_version = None
+    if os.path.isdir(path):
+        chart_file = os.path.join(path, "Chart.yaml")
+        if os.path.isfile(chart_file):
+            with open(chart_file) as handle:
+                chart_version = (yaml.safe_load(handle) or {}).get("version")
+        path = os.path.join(path, "values.yaml")
+    with open(path) as handle:
+        return yaml.safe_load(handle), chart_version
+
+
+def main(argv):
+    args = [a for a in argv if a != "--json"]
+    if len(args) != 1:
+        sys.stderr.write(__doc__)
+        return 2
+    try:
+        values, chart_version = load(args[0])
+        rows = compare_chart_values(values, chart_version)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        sys.stderr.write("pins-from-chart: %s: %s\n" % (args[0], exc))
+        return 2
+    if "--json" in argv:
+        print(json.dumps(rows, indent=2))
+    else:
+        width = max(len(r["what"]) for r in rows)
+        for row in rows:
+            print("%-8s %-*s chart %-28s pinned %s" % (row["status"], width, row["what"],
+                                                       row["chart"] if row["chart"] is not None else "-",
+                                                       row["pinned"]))
+    return 1 if any(r["status"] == "differs" for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

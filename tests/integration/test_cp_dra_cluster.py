@@ -1,0 +1,94 @@
+"""The cluster stage (playbooks/cluster.yml, apply mode) with a DRA pool beside a device-plugin pool, on the real
+control plane (tests/helpers/controlplane.py) with the real helm.
+
+NVIDIA's chart cannot be downloaded here: tests/standin/dra-driver-chart is a LABELLED STAND-IN with the pinned
+name and version that refuses values keys it does not know and places a kubelet-plugin DaemonSet by the values
+gpufleet renders; tests/helpers/dra_standin.py, also a stand-in, publishes the ResourceSlice the plugin would. The
+scheduler, the DaemonSet controller and the API server are real: the kubelet plugin lands on the DRA pool's node
+only, the device plugin on the other pool's node only, the claim templates are applied in the pool's
+dra.claim_namespaces, and a pod placed with the rendered fragment gets its GPUs allocated.
+"""
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import placement
+from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import pool_node_labels, pool_taints
+from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
+from controlplane import binary
+from cp_nodes import cluster_inventory
+from dra_standin import slice_for
+from ansible_run import ROOT, recap, run_site
+
+CHART = os.path.join(ROOT, "tests", "standin", "dra-driver-chart")
+POOLS = [{"name": "train-h100", "gpu_type": "h100-80gb", "gpus_per_node": 2, "allocation": "dra",
+          "node_group": "gpu_pool_train_h100", "min_nodes": 1, "dra": {"claim_namespaces": ["ml"]}},
+         {"name": "infer-l4", "gpu_type": "l4", "gpus_per_node": 1, "node_group": "gpu_pool_infer_l4", "min_nodes": 1}]
+NODES = {"h100-01": "train-h100", "l4-01": "infer-l4"}
+
+
+@pytest.fixture(scope="module")
+def applied(control_plane, tmp_path_factory):
+    cp = control_plane
+    tmp = tmp_path_factory.mktemp("dra-cluster")
+    inv = tmp / "inv"
+    cluster_inventory(inv, {
+        "gpufleet_platform": "kubeadm", "gpufleet_cluster_name": "t", "gpufleet_addons_mode": "standalone",
+        "gpufleet_kubernetes_version": "1.37", "gpufleet_gpu_pools": POOLS},
+        {"gpu_pool_" + pool.replace("-", "_"): {node: {}} for node, pool in NODES.items()})
+    for node, pool in NODES.items():
+        p = normalize_pool(next(x for x in POOLS if x["name"] == pool))
+        # as the provision stage labels and taints them; the device plugin advertises the L4 only
+        cp.add_node(node, gpu=1 if pool == "infer-l4" else None, labels=pool_node_labels(p),
+                    taints=[dict(t) for t in pool_taints(p)])
+    cp.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    extra = ["-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_kubeconfig=%s" % cp.kubeconfig,
+             "-e", "gpufleet_helm_binary=%s" % binary("helm", "helm"), "-e", "nvidia_dra_driver_chart_path=%s" % CHART]
+    runs = [run_site(tmp / "build", *extra, playbook="playbooks/cluster.yml", inventory=str(inv)) for _ in range(2)]
+    return cp, tmp, runs
+
+
+def _pods_of(cp, namespace, component_label):
+    return sorted(p["spec"].get("nodeName") or "" for p in cp.items(
+        "/api/v1/namespaces/%s/pods?labelSelector=%s" % (namespace, component_label)))
+
+
+def test_the_cluster_stage_installs_the_dra_driver_and_a_rerun_changes_nothing(applied):
+    cp, tmp, runs = applied
+    for rc, out in runs:
+        assert rc == 0, out[-5000:]
+    assert recap(runs[1][1])["changed"] == 0, runs[1][1][-3000:]
+    values = yaml.safe_load(open(str(tmp / "build" / "cluster" / "dra-driver" / "dra-driver-values.yaml")))
+    # the file says what the release got (two comment lines, then every value)
+    assert values["kubeletPlugin"]["nodeSelector"] == {"gpufleet.io/gpu-allocation": "dra"}
+    assert values["gpuResourcesEnabledOverride"] is True and values["resources"]["gpus"] == {"enabled": True}
+    names = [d["metadata"]["name"] for d in cp.items("/apis/resource.k8s.io/v1/deviceclasses")]
+    assert sorted(names) == ["gpu.nvidia.com", "mig.nvidia.com"]
+
+
+def test_the_kubelet_plugin_and_the_device_plugin_each_run_on_their_own_pools_node(applied):
+    cp = applied[0]
+    cp.wait(lambda: _pods_of(cp, "nvidia-dra-driver-gpu", "app.kubernetes.io/component%3Dkubelet-plugin")
+            == ["h100-01"], 60, "the kubelet plugin on h100-01 only")
+    cp.wait(lambda: [n for n in _pods_of(cp, "nvidia-device-plugin", "app.kubernetes.io/name%3Dnvidia-device-plugin")]
+            == ["l4-01"], 60, "the device plugin on l4-01 only")
+
+
+def test_the_pools_claim_templates_are_applied_and_the_scheduler_allocates_them(applied):
+    cp = applied[0]
+    names = sorted(t["metadata"]["name"] for t in cp.items("/apis/resource.k8s.io/v1/namespaces/ml/resourceclaimtemplates"))
+    assert names == ["train-h100-gpu", "train-h100-gpus-2"]
+    # the stand-in kubelet plugin publishes the node's GPUs
+    sl = slice_for("h100-01", "h100", 2)
+    cp.create("/apis/resource.k8s.io/v1/resourceslices", sl)
+    frag = placement(normalize_pool(POOLS[0]), "kubeadm")
+    cp.create("/api/v1/namespaces/ml/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train"}, "spec": {
+        "containers": [{"name": "c", "image": "cuda:stand-in", "resources": frag["resources"]}],
+        "resourceClaims": frag["resourceClaims"], "tolerations": frag["tolerations"], "affinity": frag["affinity"]}})
+    pod = cp.wait(lambda: (lambda p: p if p["status"].get("phase") == "Running" else None)(
+        cp.get("/api/v1/namespaces/ml/pods/train")), 60, "the train pod Running")
+    assert pod["spec"]["nodeName"] == "h100-01"
+    claim = cp.get("/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/%s"
+                   % pod["status"]["resourceClaimStatuses"][0]["resourceClaimName"])
+    assert sorted(r["device"] for r in claim["status"]["allocation"]["devices"]["results"]) == ["gpu-0", "gpu-1"]

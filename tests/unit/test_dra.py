@@ -1,0 +1,379 @@
+"""Pools with allocation: dra (module_utils/dra.py): preflight refusals naming the variable and the allowed
+values, the DRA driver's Helm values, the claims per pool, placement, the device plugin kept off DRA nodes, the
+mirror manifest, and docs/dra.md's version table. The real scheduler allocating these claims is
+tests/integration/test_cp_dra.py."""
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils import dra, mirror_manifest, mirror_scripts, versions
+from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import device_plugin_objects, plugin_configs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import example_job, placement
+from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
+from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import pool_node_labels
+from ansible_collections.gpufleet.k8s.plugins.module_utils.smoke import smoke_job
+from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool, normalize_pools
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DRA = {"name": "d", "gpu_type": "h100-80gb", "gpus_per_node": 4, "allocation": "dra", "max_nodes": 2}
+ZONES = {"eks": ["us-east-1a"], "gke": ["us-central1-a"]}
+
+
+def preflight(pools, platform="kubeadm", mode="standalone", **extra):
+    pools = [dict(p, zones=ZONES[platform]) if platform in ZONES else dict(p) for p in pools]
+    errors, _warnings, plan = run_preflight({"platform": platform, "cluster_name": "c", "addons_mode": mode,
+                                             "pools": pools, "apply": False, "extra": extra})
+    return errors, plan
+
+
+def dra_errors(pools, **kw):
+    """Only the problems about allocation/DRA (the inventory of these tests has no pool groups)."""
+    errors, _plan = preflight(pools, **kw)
+    return [e for e in errors if "node_group" not in e]
+
+
+def test_a_dra_pool_on_kubernetes_1_34_passes():
+    assert dra_errors([DRA], gpufleet_kubernetes_version="1.34") == []
+    assert dra_errors([DRA], gpufleet_kubernetes_version="v1.35.2") == []
+
+
+@pytest.mark.parametrize("extra,platform,want", [
+    ({}, "kubeadm", "gpufleet_kubernetes_version: is not set, and pool(s) d use allocation dra, which needs "
+                    "Kubernetes >= 1.34"),
+    ({"gpufleet_kubernetes_version": "1.33"}, "kubeadm", "gpufleet_kubernetes_version: 1.33 is below 1.34"),
+    ({"gpufleet_kubernetes_version": "one"}, "kubeadm", "gpufleet_kubernetes_version: 'one' is not a Kubernetes "
+                                                        "version"),
+    # EKS: the cluster's version the AMI is chosen by (default 1.33) until gpufleet_kubernetes_version says more
+    ({}, "eks", "gpu_pools_eks_kubernetes_version: 1.33 is below 1.34"),
+])
+def test_dra_below_kubernetes_1_34_is_refused_naming_the_version_variable(extra, platform, want):
+    errors = dra_errors([DRA], platform=platform, **extra)
+    assert any(e.startswith(want) for e in errors), errors
+
+
+def test_eks_with_its_version_at_1_34_passes():
+    assert dra_errors([dict(DRA, gpus_per_node=8)], platform="eks", gpu_pools_eks_kubernetes_version="1.34") == []
+
+
+@pytest.mark.parametrize("pool,want", [
+    (dict(DRA, allocation="drа"), "gpufleet_gpu_pools[0].allocation: 'drа' is not allowed; use one of: "
+                                  "device-plugin, dra"),
+    (dict(DRA, allocation="device-plugin", dra={"product_name": "x"}),
+     "gpufleet_gpu_pools[0].dra: is only used with allocation dra"),
+    (dict(DRA, dra={"prodcut_name": "x"}), "gpufleet_gpu_pools[0].dra: unknown key(s) prodcut_name; use one of: "
+                                           "product_name, min_memory_gb"),
+    (dict(DRA, dra="big"), "gpufleet_gpu_pools[0].dra: must be a mapping"),
+    (dict(DRA, sharing={"mode": "time-slicing", "replicas": 4}),
+     "gpufleet_gpu_pools[0].sharing: replicas only applies to the device plugin"),
+    (dict(DRA, sharing={"mode": "mig", "mig_profile": "1g.10gb", "mig_strategy": "mixed",
+                        "mig_preconfigured": True}),
+     "gpufleet_gpu_pools[0].sharing: mig_strategy only applies to the device plugin"),
+    (dict(DRA, sharing={"mode": "mig", "mig_preconfigured": True}),
+     "gpufleet_gpu_pools[0].sharing.mig_profile: is required for a DRA pool with MIG"),
+    (dict(DRA, sharing={"mode": "mps"}, dra={"time_slice_interval": "Long"}),
+     "gpufleet_gpu_pools[0].dra.time_slice_interval: 'Long' is not allowed (sharing.mode is mps, not "
+     "time-slicing); use one of: Default, Short, Medium, Long"),
+    (dict(DRA, sharing={"mode": "time-slicing"}, dra={"time_slice_interval": "Forever"}),
+     "gpufleet_gpu_pools[0].dra.time_slice_interval: 'Forever' is not allowed; use one of: Default"),
+    (dict(DRA, sharing={"mode": "mps"}, dra={"mps_active_thread_percentage": 0}),
+     "gpufleet_gpu_pools[0].dra.mps_active_thread_percentage: 0 is not allowed; use an integer from 1 to 100"),
+    (dict(DRA, dra={"min_memory_gb": "80GB"}), "gpufleet_gpu_pools[0].dra.min_memory_gb: '80GB' is not allowed; "
+                                               "use an integer >= 1"),
+    (dict(DRA, dra={"product_name": "it's"}), "gpufleet_gpu_pools[0].dra.product_name: \"it's\" is not allowed"),
+    (dict(DRA, dra={"claim_namespaces": "ml"}), "gpufleet_gpu_pools[0].dra.claim_namespaces: 'ml' is not allowed"),
+])
+def test_bad_pool_settings_are_refused_naming_the_key(pool, want):
+    errors = dra_errors([pool], gpufleet_kubernetes_version="1.34")
+    assert any(e.startswith(want) for e in errors), errors
+
+
+@pytest.mark.parametrize("platform,mode,extra,want", [
+    ("gke-autopilot", "none", {}, "gpufleet_gpu_pools: pool(s) d use allocation dra, which GKE Autopilot"),
+    ("kubeadm", "none", {}, "gpufleet_addons_mode: none installs no DRA driver"),
+    ("kubeadm", "standalone", {"nvidia_dra_driver_gpus_enabled": False},
+     "nvidia_dra_driver_gpus_enabled: false publishes no GPU"),
+    ("kubeadm", "standalone", {"nvidia_dra_driver_compute_domains_enabled": "yes"},
+     "nvidia_dra_driver_compute_domains_enabled: 'yes' is not a boolean; use one of: true, false"),
+    ("kubeadm", "standalone", {"nvidia_dra_driver_chart_version": "v25.12.0"},
+     "nvidia_dra_driver_chart_version: 'v25.12.0' is not allowed; use a chart version such as 25.12.0"),
+])
+def test_bad_cluster_settings_are_refused(platform, mode, extra, want):
+    errors = dra_errors([dict(DRA, max_nodes=1)], platform=platform, mode=mode, gpufleet_kubernetes_version="1.34",
+                        **extra)
+    assert any(e.startswith(want) for e in errors), errors
+
+
+def test_device_plugin_pools_need_no_kubernetes_version():
+    assert dra_errors([dict(DRA, allocation="device-plugin")]) == []
+
+
+# ------------------------------------------------------------------------------------------ values
+def plan_of(*pools, platform="kubeadm"):
+    return {"platform": platform, "addons_mode": "standalone", "pools": normalize_pools(list(pools))}
+
+
+def test_driver_values_select_the_dra_pools_nodes_and_pin_the_image():
+    pool = dict(DRA, taints=[{"key": "team", "value": "ml", "effect": "NoSchedule"}])
+    values = dra.driver_values(plan_of(pool, {"name": "p", "gpu_type": "l4"}), {
+        "gpufleet_registry_prefix": "mirror.local:5000", "gpufleet_image_pull_secrets": ["pull"]})
+    assert values["kubeletPlugin"]["nodeSelector"] == {"gpufleet.io/gpu-allocation": "dra"}
+    assert values["kubeletPlugin"]["affinity"] is None  # the chart's NFD/GFD affinity is removed
+    # the DRA pools' taints only (the device-plugin pool's default taint is not a DRA pool's)
+    assert values["kubeletPlugin"]["tolerations"] == [{"key": "team", "operator": "Exists", "effect": "NoSchedule"}]
+    assert values["image"] == {"repository": "mirror.local:5000/nvidia/k8s-dra-driver-gpu",
+                               "tag": versions.IMAGES["dra_driver"]["tag"]}
+    assert values["imagePullSecrets"] == [{"name": "pull"}]
+    assert values["resources"] == {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}}
+    assert values["gpuResourcesEnabledOverride"] is True
+    assert values["nvidiaDriverRoot"] == "/"
+
+
+def test_driver_values_follow_the_settings_and_platform():
+    digest = "sha256:" + "b" * 64
+    values = dra.driver_values(plan_of(DRA, platform="gke"), {
+        "nvidia_dra_driver_compute_domains_enabled": True,
+        "gpufleet_image_overrides": {"dra_driver": {"tag": "v25.12.1", "digest": digest}},
+        "nvidia_dra_driver_values_overrides": {"kubeletPlugin": {"priorityClassName": "x"}, "logVerbosity": "6"}})
+    assert values["nvidiaDriverRoot"] == "/home/kubernetes/bin/nvidia"
+    assert values["resources"]["computeDomains"] == {"enabled": True}
+    assert values["image"]["tag"] == "v25.12.1@" + digest
+    assert values["kubeletPlugin"]["priorityClassName"] == "x"
+    assert values["kubeletPlugin"]["nodeSelector"] == {"gpufleet.io/gpu-allocation": "dra"}  # deep merge
+    assert values["logVerbosity"] == "6"
+
+
+def test_chart_is_pinned_unless_overridden():
+    assert dra.chart(dra.settings({}))["version"] == versions.CHARTS["dra_driver"]["version"] == "25.12.0"
+    assert dra.chart(dra.settings({"nvidia_dra_driver_chart_version": "25.8.1"}))["version"] == "25.8.1"
+
+
+# ------------------------------------------------------------------------------------------ claims
+def claims(pool, ns="ml"):
+    return {o["metadata"]["name"]: o for o in dra.claim_objects(normalize_pool(pool), ns)}
+
+
+def test_whole_gpu_pool_gets_one_gpu_and_node_worth_templates_with_cel_selectors():
+    objs = claims(dict(DRA, dra={"product_name": "NVIDIA H100 80GB HBM3", "min_memory_gb": 80}))
+    assert sorted(objs) == ["d-gpu", "d-gpus-4"]
+    req = objs["d-gpus-4"]["spec"]["spec"]["devices"]["requests"][0]
+    assert req["exactly"]["deviceClassName"] == "gpu.nvidia.com" and req["exactly"]["count"] == 4
+    assert [s["cel"]["expression"] for s in req["exactly"]["selectors"]] == [
+        "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'",
+        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('80Gi')) >= 0"]
+    assert {o["kind"] for o in objs.values()} == {"ResourceClaimTemplate"}
+    assert {o["metadata"]["namespace"] for o in objs.values()} == {"ml"}
+    # no selector when the pool names no model or memory
+    assert "selectors" not in claims(DRA)["d-gpu"]["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+
+
+def test_mig_pool_claims_one_device_of_its_profile_from_the_mig_class():
+    objs = claims(dict(DRA, sharing={"mode": "mig", "mig_profile": "3g.40gb"}))
+    (name,) = objs
+    exactly = objs[name]["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    assert name == "d-mig-3g.40gb" and exactly["deviceClassName"] == "mig.nvidia.com" and exactly["count"] == 1
+    assert exactly["selectors"][0]["cel"]["expression"] == "device.attributes['gpu.nvidia.com'].profile == '3g.40gb'"
+
+
+@pytest.mark.parametrize("mode,dra_settings,sharing", [
+    ("time-slicing", {}, {"strategy": "TimeSlicing"}),
+    ("time-slicing", {"time_slice_interval": "Short"}, {"strategy": "TimeSlicing",
+                                                        "timeSlicingConfig": {"interval": "Short"}}),
+    ("mps", {"mps_active_thread_percentage": 50}, {"strategy": "MPS",
+                                                   "mpsConfig": {"defaultActiveThreadPercentage": 50}}),
+])
+def test_shared_pool_gets_a_shared_claim_with_the_drivers_gpuconfig(mode, dra_settings, sharing):
+    objs = claims(dict(DRA, sharing={"mode": mode}, dra=dra_settings))
+    assert sorted(objs) == ["d-gpu", "d-shared-gpu"]
+    assert objs["d-shared-gpu"]["kind"] == "ResourceClaim"
+    config = objs["d-shared-gpu"]["spec"]["devices"]["config"][0]
+    assert config["requests"] == ["gpu"] and config["opaque"]["driver"] == "gpu.nvidia.com"
+    assert config["opaque"]["parameters"] == {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+                                              "sharing": sharing}
+
+
+def test_device_plugin_pools_get_no_claims_and_claim_namespaces_add_up():
+    assert dra.claim_objects(normalize_pool({"name": "p", "gpu_type": "l4"}), "ml") == []
+    objs = dra.claims_for_pools(normalize_pools([dict(DRA, dra={"claim_namespaces": ["team-a", "ml"]}),
+                                                 {"name": "p", "gpu_type": "l4"}]), ["ml"])
+    assert sorted({o["metadata"]["namespace"] for o in objs}) == ["ml", "team-a"] and len(objs) == 4
+
+
+# ------------------------------------------------------------------------------------------ placement
+def test_placement_of_a_dra_pool_claims_instead_of_a_limit():
+    pool = normalize_pool(DRA)
+    frag = placement(pool, "kubeadm")
+    assert frag["resources"] == {"claims": [{"name": "gpu"}]}
+    assert frag["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "d-gpus-4"}]
+    assert placement(pool, "kubeadm", gpus=1)["resourceClaims"][0]["resourceClaimTemplateName"] == "d-gpu"
+    shared = normalize_pool(dict(DRA, sharing={"mode": "mps"}))
+    assert placement(shared, "eks")["resourceClaims"] == [{"name": "gpu", "resourceClaimName": "d-shared-gpu"}]
+
+
+@pytest.mark.parametrize("pool,gpus,want", [
+    (DRA, 2, "pool d renders claim templates for 1 or 4 GPU(s) per pod; ask for one of them, not 2"),
+    (dict(DRA, sharing={"mode": "mps"}), 2, "pool d shares one GPU between its pods (DRA mps); ask for 1, not 2"),
+    (dict(DRA, sharing={"mode": "mig", "mig_profile": "1g.10gb"}), 3, "pool d: a pod claims one MIG device"),
+])
+def test_placement_refuses_a_count_no_template_serves(pool, gpus, want):
+    with pytest.raises(GpufleetError) as exc:
+        placement(normalize_pool(pool), "kubeadm", gpus=gpus)
+    assert exc.value.msg.startswith(want)
+
+
+def test_example_and_smoke_jobs_of_a_dra_pool_carry_the_claims():
+    pool = normalize_pool(DRA)
+    example = example_job(pool, "kubeadm", "cuda:1", "ex")["spec"]["template"]["spec"]
+    assert example["resourceClaims"][0]["resourceClaimTemplateName"] == "d-gpus-4"
+    assert example["containers"][0]["resources"]["claims"] == [{"name": "gpu"}]
+    assert "nvidia.com/gpu" not in example["containers"][0]["resources"].get("limits", {})
+    smoke = smoke_job(pool, "kubeadm", "cuda:1", "v", 60)["spec"]["template"]["spec"]
+    assert smoke["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "d-gpu"}]
+    assert smoke["containers"][0]["resources"] == {"claims": [{"name": "gpu"}]}
+
+
+# ------------------------------------------------------------------------------------------ one GPU, one owner
+def test_dra_pool_nodes_are_labelled_for_the_driver_and_against_the_operators_device_plugin():
+    labels = pool_node_labels(normalize_pool(DRA))
+    assert labels["gpufleet.io/gpu-allocation"] == "dra"
+    assert labels["nvidia.com/gpu.deploy.device-plugin"] == "false"
+    assert "gpufleet.io/gpu-allocation" not in pool_node_labels(normalize_pool({"name": "p", "gpu_type": "l4"}))
+
+
+def _plugin_terms(plan):
+    ds = next(o for o in device_plugin_objects(plan, {}) if o["kind"] == "DaemonSet"
+              and o["metadata"]["name"] == "nvidia-device-plugin")
+    return ds["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+
+
+def test_the_device_plugin_excludes_dra_nodes_only_when_there_are_dra_pools():
+    exclusion = {"key": "gpufleet.io/gpu-allocation", "operator": "NotIn", "values": ["dra"]}
+    mixed = _plugin_terms(plan_of(DRA, {"name": "p", "gpu_type": "l4"}))
+    assert mixed and all(exclusion in t["matchExpressions"] for t in mixed)
+    assert not any(exclusion in t["matchExpressions"] for t in _plugin_terms(plan_of({"name": "p", "gpu_type": "l4"})))
+    # no device plugin config for a DRA pool, and its mps sharing is not the plugin's
+    assert sorted(plugin_configs(normalize_pools([dict(DRA, sharing={"mode": "mps"}),
+                                                  {"name": "p", "gpu_type": "l4"}]))) == ["default", "p"]
+
+
+# ------------------------------------------------------------------------------------------ mirror, docs
+def test_mirror_manifest_lists_the_dra_chart_and_image_only_with_dra_pools():
+    plan = dict(plan_of(DRA), cluster_name="c", inventory_name="inv")
+    man = mirror_manifest.manifest(plan, {"gpufleet_mirror_chart_path": "/srv/charts"}, [])
+    (chart,) = [c for c in man["charts"] if c["name"] == "nvidia-dra-driver-gpu"]
+    assert (chart["version"], chart["mirror"]) == ("25.12.0", "/srv/charts/nvidia-dra-driver-gpu-25.12.0.tgz")
+    assert any(i["name"] == "dra_driver" and i["tag"] == versions.IMAGES["dra_driver"]["tag"] for i in man["images"])
+    scripts = mirror_scripts.scripts(man)
+    assert "helm pull 'nvidia-dra-driver-gpu' --repo 'https://helm.ngc.nvidia.com/nvidia' --version '25.12.0'" \
+        in scripts["fetch-charts.sh"]
+    assert "helm template" not in scripts["fetch-images.sh"]  # one pinned image, listed; no operand walk
+    plain = mirror_manifest.manifest(dict(plan_of({"name": "p", "gpu_type": "l4"}), cluster_name="c"), {}, [])
+    assert not any(c["name"] == "nvidia-dra-driver-gpu" for c in plain["charts"])
+    assert not any(i["name"] == "dra_driver" for i in plain["images"])
+
+
+def test_docs_dra_holds_the_pinned_versions():
+    with open(os.path.join(ROOT, "docs", "dra.md")) as handle:
+        assert versions.dra_table_markdown() in handle.read()
+
+
+def test_role_defaults_equal_the_argument_spec():
+    with open(os.path.join(ROOT, "roles", "nvidia_dra_driver", "defaults", "main.yml")) as handle:
+        defaults = yaml.safe_load(handle)
+    assert {"nvidia_dra_driver_" + k: v for k, v in dra.settings_defaults().items()} == defaults
+
+
+def test_gke_refuses_node_auto_creation_for_a_dra_pool_and_says_how_to_create_the_node_pool():
+    pool = dict(DRA, gpu_type="l4", gpus_per_node=1, compute_class=True)
+    errors = dra_errors([pool], platform="gke", gpufleet_kubernetes_version="1.34")
+    assert any(e.startswith("gpufleet_gpu_pools[0].compute_class: true asks GKE to create the pool's nodes, but "
+                            "GKE's node auto-creation does not support DRA; use one of: false") for e in errors), errors
+    _errors, warnings, _plan = run_preflight({
+        "platform": "gke", "cluster_name": "c", "addons_mode": "standalone", "apply": False,
+        "pools": [dict(pool, compute_class=False, zones=ZONES["gke"])],
+        "extra": {"gpufleet_kubernetes_version": "1.34"}})
+    (line,) = [w for w in warnings if w.startswith("gpufleet_gpu_pools: GKE: create the node pool(s) of d")]
+    assert "gpu-driver-version=disabled" in line and "gke-no-default-nvidia-gpu-device-plugin=true" in line
+
+
+def test_eks_warns_that_karpenter_does_not_simulate_dra_devices():
+    _errors, warnings, _plan = run_preflight({
+        "platform": "eks", "cluster_name": "c", "addons_mode": "standalone", "apply": False,
+        "pools": [dict(DRA, gpus_per_node=8, zones=ZONES["eks"])],
+        "extra": {"gpufleet_kubernetes_version": "1.34"}})
+    assert any("kubernetes-sigs/karpenter#3228" in w for w in warnings), warnings
+
+
+# ------------------------------------------------------------------------------------------ report
+def test_the_report_counts_dra_devices_from_slices_and_allocations_from_claims():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet_report import build_report
+    plan = {"platform": "kubeadm", "cluster_name": "c",
+            "pools": normalize_pools([dict(DRA, gpus_per_node=2), {"name": "p", "gpu_type": "l4", "gpus_per_node": 2}])}
+
+    def node(name, pool, alloc=None):
+        return {"metadata": {"name": name, "labels": {"gpufleet.io/pool": pool}},
+                "status": {"allocatable": alloc or {"cpu": "8"}}}
+    gpu = {"type": {"string": "gpu"}}
+    slices = [{"spec": {"driver": "gpu.nvidia.com", "nodeName": "n-dra",
+                        "devices": [{"name": "gpu-0", "attributes": gpu}, {"name": "gpu-1", "attributes": gpu}]}},
+              {"spec": {"driver": "other.example.com", "nodeName": "n-dra", "devices": [{"name": "x"}]}}]
+    claims = [{"status": {"allocation": {"devices": {"results": [
+        {"driver": "gpu.nvidia.com", "pool": "n-dra", "device": "gpu-1", "request": "gpu"}]}}}}]
+    pods = [{"spec": {"nodeName": "n-dra", "containers": [{"resources": {"claims": [{"name": "gpu"}]}}]},
+             "status": {"phase": "Running"}},
+            {"spec": {"nodeName": "n-plug", "containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+             "status": {"phase": "Running"}}]
+    report = build_report(plan, nodes=[node("n-dra", "d"), node("n-plug", "p", {"nvidia.com/gpu": "2"})],
+                          pods=pods, slices=slices, claims=claims)
+    rows = {r["pool"]: r for r in report["pools"]}
+    assert (rows["d"]["capacity"], rows["d"]["requested"], rows["d"]["idle"]) == (2, 1, 1)
+    assert (rows["p"]["capacity"], rows["p"]["requested"], rows["p"]["idle"]) == (2, 1, 1)
+    # render mode: a DRA pool's planned capacity is its GPUs (no extended resource to expect)
+    planned = build_report(dict(plan, pools=[dict(plan["pools"][0], min_nodes=3)]))
+    assert planned["pools"][0]["capacity"] == 6
+
+
+def test_eks_nodepool_of_a_dra_pool_labels_its_nodes_for_the_kubelet_plugin():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import nodepool
+    labels = nodepool(normalize_pool(dict(DRA, gpus_per_node=8)))["spec"]["template"]["metadata"]["labels"]
+    assert labels["gpufleet.io/gpu-allocation"] == "dra" and labels["gpufleet.io/pool"] == "d"
+
+
+def test_operator_mode_keeps_its_values_and_the_operators_device_plugin_off_dra_nodes_by_label():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_operator import mig_strategy, operator_values
+    mixed = dict(plan_of(dict(DRA, sharing={"mode": "mig", "mig_profile": "1g.10gb"}),
+                         {"name": "p", "gpu_type": "a100-80gb", "sharing": {"mode": "mig", "mig_strategy": "single",
+                                                                           "mig_profile": "1g.10gb"}}),
+                 addons_mode="operator")
+    # a DRA pool's MIG devices are the DRA driver's: the operator's device plugin strategy follows the others
+    assert mig_strategy(mixed) == "single"
+    values = operator_values(mixed, {})
+    data = values["devicePlugin"]["config"]["data"]
+    assert "d" not in data and "p" in data  # no device plugin config for the DRA pool
+    assert pool_node_labels(mixed["pools"][0])["nvidia.com/gpu.deploy.device-plugin"] == "false"
+
+
+def test_the_examples_render_holds_the_dra_pools_claims_in_the_examples_namespace_only():
+    from ansible_collections.gpufleet.k8s.plugins.filter.placement import gpu_pool_examples
+    objs = gpu_pool_examples([dict(DRA, dra={"claim_namespaces": ["ml"]}), {"name": "p", "gpu_type": "l4"}],
+                             "kubeadm", "cuda:1", "gpufleet-examples")
+    kinds = [(o["kind"], o["metadata"]["name"], o["metadata"].get("namespace")) for o in objs]
+    assert kinds == [("Namespace", "gpufleet-examples", None),
+                     ("ResourceClaimTemplate", "d-gpu", "gpufleet-examples"),
+                     ("ResourceClaimTemplate", "d-gpus-4", "gpufleet-examples"),
+                     ("Job", "gpu-example-d", "gpufleet-examples"), ("Job", "gpu-example-p", "gpufleet-examples")]
+
+
+@pytest.mark.parametrize("platform,mode,extra,root", [
+    ("kubeadm", "standalone", {}, "/"),
+    ("kubeadm", "operator", {}, "/"),                                      # host driver (auto on kubeadm)
+    ("kubeadm", "operator", {"gpu_operator_host_driver": False}, "/run/nvidia/driver"),
+    ("openshift", "operator", {}, "/run/nvidia/driver"),                   # the operator installs the driver
+    ("gke", "standalone", {}, "/home/kubernetes/bin/nvidia"),
+    ("kubeadm", "operator", {"gpu_operator_host_driver": False, "nvidia_dra_driver_driver_root": "/opt/nv"}, "/opt/nv"),
+])
+def test_driver_root_follows_where_the_driver_is(platform, mode, extra, root):
+    plan = dict(plan_of(DRA, platform=platform), addons_mode=mode)
+    assert dra.driver_values(plan, extra)["nvidiaDriverRoot"] == root
