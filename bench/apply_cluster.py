@@ -12,6 +12,7 @@ Ratios: first / (render + k-first) and no-op / (render + k-no-op); the issue's t
 
     .venv/bin/python bench/apply_cluster.py [--inventory inventories/example] [--rounds 3] [--json out.json]
     .venv/bin/python bench/apply_cluster.py --stage provision --platform eks --pools 200   # generated inventory
+    .venv/bin/python bench/apply_cluster.py --stage provision --platform gke --pools 200   # ComputeClasses, no NAP
 
 The machine is shared: the script prints each round as it goes, then medians.
 """
@@ -125,6 +126,18 @@ def main():
         args.inventory = os.path.join(tempfile.mkdtemp(prefix="gpufleet-bench-inv-"), "inv")
         generated(args.inventory, args.platform, args.pools)
         crds = CRDS[args.platform]
+        if args.platform == "gke":
+            # a ComputeClass per pool (what the cluster applies), and no node auto-provisioning: that is a gcloud
+            # call to Google's API, which nothing here can reach
+            import yaml  # pylint: disable=import-outside-toplevel
+            path = os.path.join(args.inventory, "group_vars", "all", "gpufleet.yml")
+            with open(path) as handle:
+                values = yaml.safe_load(handle)
+            for pool in values["gpufleet_gpu_pools"]:
+                pool["compute_class"] = True
+            values["gpu_pools_gke_nap"] = "disabled"
+            with open(path, "w") as handle:
+                yaml.safe_dump(values, handle)
     rows = []
     for i in range(args.rounds):
         row = one_round(args.inventory, crds)

@@ -92,3 +92,30 @@ def test_the_pools_claim_templates_are_applied_and_the_scheduler_allocates_them(
     claim = cp.get("/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/%s"
                    % pod["status"]["resourceClaimStatuses"][0]["resourceClaimName"])
     assert sorted(r["device"] for r in claim["status"]["allocation"]["devices"]["results"]) == ["gpu-0", "gpu-1"]
+
+
+def test_operator_mode_renders_the_dra_driver_beside_the_operator(tmp_path):
+    """Render mode (nothing applied) of provision + cluster in operator mode, the operator installing the driver:
+    the DRA driver's values point at the driver container's root, the operator's device plugin config leaves
+    the DRA pool out, and the DRA pool's Node record tells the operator to keep its device plugin off."""
+    inv = tmp_path / "inv"
+    (inv / "group_vars" / "all").mkdir(parents=True)
+    (inv / "group_vars" / "all" / "gpufleet.yml").write_text(yaml.safe_dump({
+        "gpufleet_platform": "kubeadm", "gpufleet_cluster_name": "t", "gpufleet_addons_mode": "operator",
+        "gpufleet_kubernetes_version": "1.34", "gpu_operator_host_driver": False, "gpufleet_gpu_pools": POOLS}))
+    (inv / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {
+        "gpufleet_controller": {"hosts": {"localhost": {"ansible_connection": "local",
+                                                        "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}},
+        "gpu_nodes": {"children": {"gpu_pool_" + pool.replace("-", "_"): {"hosts": {node: {}}}
+                                   for node, pool in NODES.items()}}}}}))
+    build = tmp_path / "b"
+    rc, out = run_site(build, "--tags", "provision,cluster", inventory=str(inv))
+    assert rc == 0, out[-4000:]
+    values = yaml.safe_load(open(str(build / "cluster" / "dra-driver" / "dra-driver-values.yaml")))
+    assert values["nvidiaDriverRoot"] == "/run/nvidia/driver"
+    operator = yaml.safe_load(open(str(build / "cluster" / "gpu-operator" / "gpu-operator-values.yaml")))
+    assert sorted(operator["devicePlugin"]["config"]["data"]) == ["default", "infer-l4"]
+    node = yaml.safe_load(open(str(build / "provision" / "nodes" / "00-node-h100-01.yaml")))
+    assert node["metadata"]["labels"]["nvidia.com/gpu.deploy.device-plugin"] == "false"
+    claims = sorted(os.listdir(str(build / "cluster" / "dra-claims")))
+    assert claims == ["00-resourceclaimtemplate-train-h100-gpu.yaml", "01-resourceclaimtemplate-train-h100-gpus-2.yaml"]

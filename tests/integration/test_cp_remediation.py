@@ -40,8 +40,11 @@ def cluster(control_plane, tmp_path_factory):
     cp = control_plane
     tmp = tmp_path_factory.mktemp("remediate")
     inv = tmp / "inv"
+    # the GPU hosts' SSH address is a closed port: remediation reads nvidia-smi on the hosts that answer, and
+    # these do not (the cluster's and the metrics' evidence still count)
+    port = free_port()
     cluster_inventory(inv, POOL, {"gpu_pool_train": {
-        h: {"gpufleet_node_name": "gpu-" + h, "ansible_host": "127.0.0.1"} for h in HOSTS}})
+        h: {"gpufleet_node_name": "gpu-" + h, "ansible_host": "127.0.0.1", "ansible_port": port} for h in HOSTS}})
     for host in HOSTS:
         cp.add_node("gpu-" + host, gpu=2, labels={"gpufleet.io/pool": "train"},
                     taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])
@@ -114,6 +117,7 @@ def test_dry_run_reports_and_changes_nothing(cluster):
     before = dict((h, state(cp, "gpu-" + h)) for h in HOSTS)
     rc, out = remediate(cluster)
     assert rc == 0, out[-3000:]
+    assert "Read the GPUs with one nvidia-smi call" in out and "Connection refused" in out, out[:5000]  # tried, went on
     assert dict((h, state(cp, "gpu-" + h)) for h in HOSTS) == before
     rep = report(cluster)
     assert rep["gpu-h1"]["decision"] == "act" and rep["gpu-h1"]["state"] == "unhealthy"

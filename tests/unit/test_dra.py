@@ -377,3 +377,16 @@ def test_the_examples_render_holds_the_dra_pools_claims_in_the_examples_namespac
 def test_driver_root_follows_where_the_driver_is(platform, mode, extra, root):
     plan = dict(plan_of(DRA, platform=platform), addons_mode=mode)
     assert dra.driver_values(plan, extra)["nvidiaDriverRoot"] == root
+
+
+def test_a_pool_moving_back_to_the_device_plugin_loses_the_dra_labels_gpufleet_set():
+    import json
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import OWNED_ANNOTATION, plan_node
+    dra_labels = pool_node_labels(normalize_pool(DRA))
+    node = {"metadata": {"name": "n1", "resourceVersion": "7", "labels": dict(dra_labels, other="x"),
+                         "annotations": {OWNED_ANNOTATION: json.dumps({"labels": dra_labels, "taints": []})}}}
+    plugin_labels = pool_node_labels(normalize_pool(dict(DRA, allocation="device-plugin")))
+    plan = plan_node(node, plugin_labels, [])
+    after = plan["after"]["labels"]
+    assert "gpufleet.io/gpu-allocation" not in after and "nvidia.com/gpu.deploy.device-plugin" not in after
+    assert after["other"] == "x" and after["gpufleet.io/pool"] == "d"

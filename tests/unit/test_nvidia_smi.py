@@ -105,6 +105,8 @@ def test_every_field_of_the_real_r580_h200_recording():
         "power_draw_w": 82.38, "power_draw_average_w": 82.18, "power_limit_w": 700.0,
         "power_limit_default_w": 700.0, "power_limit_min_w": 200.0, "power_limit_max_w": 700.0,
         "memory_power_draw_average_w": 48.96, "module_power_draw_w": None,
+        "health": {"ecc_dbe_volatile": 0, "remapped_row_pending": False, "remapped_row_failure": False,
+                   "retired_pages_pending": None},
     }]
 
 
@@ -297,3 +299,13 @@ def test_loaded_modules_from_sys_module(tmp_path, modules, version, expected):
     if version:
         (tmp_path / "nvidia" / "version").write_text(version)
     assert loaded_modules(str(tmp_path)) == expected
+
+
+def test_health_counters_of_a_gpu_that_needs_a_reset():
+    """The real recording with a pending row remap, a failed remap and two double-bit errors written in."""
+    text = fixture("h200-580-recorded.xml")
+    text = text.replace("<remapped_row_pending>No</remapped_row_pending>", "<remapped_row_pending>Yes</remapped_row_pending>")
+    text = text.replace("<remapped_row_failure>No</remapped_row_failure>", "<remapped_row_failure>Yes</remapped_row_failure>")
+    text = text.replace("<dram_uncorrectable>0</dram_uncorrectable>", "<dram_uncorrectable>2</dram_uncorrectable>", 1)
+    assert parse_smi_xml(text)["gpus"][0]["health"] == {
+        "ecc_dbe_volatile": 2, "remapped_row_pending": True, "remapped_row_failure": True, "retired_pages_pending": None}

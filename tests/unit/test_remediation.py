@@ -304,3 +304,40 @@ def test_dry_run_writes_nothing_and_reports_what_it_would_do():
     assert rep["mode"] == "dry run (nothing changed)" and rep["decisions"] == {"act": 1, "none": 2}
     md = run.markdown(rep)
     assert "| t1 | train | unhealthy | act | nvidia.com/gpu allocatable 7 of capacity 8" in md
+
+
+# --- nvidia-smi on reachable hosts ----------------------------------------------------------------
+
+def smi(index=0, **health):
+    base = {"ecc_dbe_volatile": 0, "remapped_row_pending": False, "remapped_row_failure": False,
+            "retired_pages_pending": None}
+    base.update(health)
+    return {"index": index, "health": base}
+
+
+@pytest.mark.parametrize("facts, expected", [
+    ({"gpus": [smi()]}, []),
+    ({"gpus": [smi(), smi(1, ecc_dbe_volatile=3)]}, [("ecc_dbe", "unhealthy", "GPU 1 (nvidia-smi): 3 double-bit ECC")]),
+    ({"gpus": [smi(remapped_row_pending=True)]}, [("row_remap_pending", "unhealthy", "GPU 0 (nvidia-smi): a row remapping waits")]),
+    ({"gpus": [smi(remapped_row_failure=True)]}, [("row_remap_failure", "unhealthy", "GPU 0 (nvidia-smi): row remapping failed")]),
+    ({"gpus": [smi(retired_pages_pending=True)]}, [("retired_pending", "unhealthy", "GPU 0 (nvidia-smi): pages wait")]),
+    ({"gpus": [smi(ecc_dbe_volatile=None)]}, []),  # not reported: nothing
+    ({"gpus": [], "nvidia_smi_failure": "device-handle-error", "nvidia_smi_error": "Unable to determine the device handle for GPU0000:18:00.0: Unknown Error"},
+     [("nvidia_smi", "unhealthy", "nvidia-smi on the host failed (device-handle-error)")]),
+    ({"gpus": [], "nvidia_smi_failure": "driver-not-loaded", "nvidia_smi_error": "NVIDIA-SMI has failed"},
+     [("nvidia_smi", "watch", "nvidia-smi on the host failed (driver-not-loaded)")]),
+    ({"unreachable": True, "msg": "ssh: connect to host"}, []),
+    ({"failed": True, "msg": "boom"}, []),
+])
+def test_host_findings(facts, expected):
+    got = rem.host_findings({"t1": facts}, rem.validate_policy({})["thresholds"]).get("t1", [])
+    assert [(f["source"], f["verdict"]) for f in got] == [e[:2] for e in expected]
+    assert all(f["why"].startswith(e[2]) for f, e in zip(got, expected))
+
+
+def test_host_and_metric_findings_add_up_and_make_the_node_unhealthy():
+    found = rem.merge_findings({"t1": [{"source": "xid", "verdict": "application", "why": "XID 13", "gpu": "0", "value": 13}]},
+                               rem.host_findings({"t1": {"gpus": [smi(remapped_row_pending=True)]}}, {}))
+    entry = rem.plan([node("t1"), node("t2"), node("t3")], POOLS, "kubeadm", found, policy())[0]
+    assert [f["source"] for f in entry["findings"]] == ["xid", "row_remap_pending"]
+    assert entry["state"] == "unhealthy" and entry["decision"] == "act"

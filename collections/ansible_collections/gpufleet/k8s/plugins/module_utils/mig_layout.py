@@ -378,9 +378,10 @@ def main(argv):
     except (MigError, OSError, ValueError) as exc:
         sys.stderr.write("gpufleet-mig: %s\n" % exc)
         return 1
+    # the journal of gpufleet-mig.service (stdout and stderr; this runs outside Ansible, at boot)
     for command in result["commands"]:
-        print("gpufleet-mig: ran %s" % command)
-    print("gpufleet-mig: " + "; ".join(line for line in result["diff"]["after"].splitlines()))
+        sys.stdout.write("gpufleet-mig: ran %s\n" % command)
+    sys.stdout.write("gpufleet-mig: %s\n" % "; ".join(line for line in result["diff"]["after"].splitlines()))
     if result["reboot_required"]:
         sys.stderr.write("gpufleet-mig: GPU(s) %s wait for a reboot to change MIG mode\n"
                          % ", ".join(str(i) for i in result["reboot_required"]))
@@ -389,4 +390,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    raise SystemExit(main(sys.argv[1:]))

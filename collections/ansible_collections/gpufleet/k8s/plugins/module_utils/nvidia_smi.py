@@ -187,6 +187,28 @@ def _power(gpu, field):
     return None
 
 
+def _yes(node, path):
+    value = _text(node, path)
+    if value is None:
+        return None
+    return value.lower() == "yes"
+
+
+def _health(gpu):
+    """The memory health counters remediation reads (None where the GPU or driver does not report them):
+    volatile uncorrectable (double-bit) DRAM ECC errors since the driver loaded, a row remapping waiting for
+    a GPU reset, a failed row remapping (Ampere and newer), pages waiting to be retired (older GPUs)."""
+    dbe = _int_or_none(_text(gpu, "ecc_errors/volatile/dram_uncorrectable"))
+    if dbe is None:  # before R580's nvsmi_device_v13
+        dbe = _int_or_none(_text(gpu, "ecc_errors/volatile/double_bit/total"))
+    return {
+        "ecc_dbe_volatile": dbe,
+        "remapped_row_pending": _yes(gpu, "remapped_rows/remapped_row_pending"),
+        "remapped_row_failure": _yes(gpu, "remapped_rows/remapped_row_failure"),
+        "retired_pages_pending": _yes(gpu, "retired_pages/pending_retirement"),
+    }
+
+
 def _gpu(index, gpu):
     device_id = _pci_device_id(gpu)
     arch, arch_source = arch_for_device_id(device_id) if device_id is not None else (None, "unknown")
@@ -229,6 +251,7 @@ def _gpu(index, gpu):
         "power_limit_max_w": _power(gpu, "limit_max"),
         "memory_power_draw_average_w": _power(gpu, "memory_draw_average"),
         "module_power_draw_w": _power(gpu, "module_draw"),
+        "health": _health(gpu),
     }
 
 

@@ -196,6 +196,51 @@ def allocatable_findings(node):
     return out
 
 
+# nvidia-smi failures that mean the host lost a GPU it had (the XID 79 symptom); the others (driver not
+# loaded, not installed) are reported as watch: a host being set up says the same
+LOST_GPU_FAILURES = ("device-handle-error",)
+
+
+def host_findings(gpu_facts, thresholds):
+    """{node: [finding]} from ``nvidia-smi -q -x`` on the reachable hosts (``gpu_facts``: {Node name: result
+    of gpufleet.k8s.nvidia_gpu_info}); a host that did not answer, or whose read failed, adds nothing."""
+    out = {}
+    for node, facts in sorted((gpu_facts or {}).items()):
+        if not isinstance(facts, dict) or facts.get("unreachable") or facts.get("failed") or facts.get("skipped"):
+            continue
+        failure = facts.get("nvidia_smi_failure")
+        if failure:
+            out.setdefault(node, []).append({
+                "source": "nvidia_smi", "gpu": "-", "value": failure,
+                "verdict": "unhealthy" if failure in LOST_GPU_FAILURES else "watch",
+                "why": "nvidia-smi on the host failed (%s): %s" % (failure, (facts.get("nvidia_smi_error") or "")[:200])})
+        for gpu in facts.get("gpus") or []:
+            health = gpu.get("health") or {}
+            name = "GPU %s (nvidia-smi)" % gpu.get("index")
+            found = []
+            dbe = health.get("ecc_dbe_volatile")
+            if dbe is not None and thresholds.get("ecc_dbe") is not None and dbe > thresholds["ecc_dbe"]:
+                found.append(("ecc_dbe", dbe, "%d double-bit ECC error(s) since the driver loaded" % dbe))
+            if health.get("remapped_row_failure"):
+                found.append(("row_remap_failure", 1, "row remapping failed (no spare memory rows left)"))
+            if health.get("remapped_row_pending"):
+                found.append(("row_remap_pending", 1, "a row remapping waits for a GPU reset"))
+            if health.get("retired_pages_pending") and thresholds.get("retired_pending") is not None:
+                found.append(("retired_pending", 1, "pages wait for a GPU reset to be retired"))
+            for source, value, why in found:
+                out.setdefault(node, []).append({"source": source, "gpu": str(gpu.get("index")), "value": value,
+                                                 "verdict": "unhealthy", "why": "%s: %s" % (name, why)})
+    return out
+
+
+def merge_findings(*sets):
+    out = {}
+    for found in sets:
+        for node, items in (found or {}).items():
+            out.setdefault(node, []).extend(items)
+    return out
+
+
 def record_of(node):
     """The remediation record on a Node (a dict), or None."""
     raw = ((node.get("metadata") or {}).get("annotations") or {}).get(RECORD_ANNOTATION)
@@ -241,7 +286,8 @@ def replace_step(platform, node, nodeclaims):
 
 # --- the decision for every node ------------------------------------------------------------------
 
-_SEVERITY = {"xid": 3, "row_remap_failure": 3, "ecc_dbe": 3, "allocatable": 2, "retired_pending": 1,
+_SEVERITY = {"xid": 3, "row_remap_failure": 3, "ecc_dbe": 3, "nvidia_smi": 3, "allocatable": 2, "row_remap_pending": 1,
+             "retired_pending": 1,
              "retired_pages": 1, "nvlink_errors": 1}
 
 

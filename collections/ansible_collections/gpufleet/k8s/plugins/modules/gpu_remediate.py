@@ -49,6 +49,13 @@ options:
         C(thresholds), C(xid_overrides), C(drain_timeout), C(drain_force), C(delete_emptydir_data).
     type: dict
     default: {}
+  gpu_facts:
+    description:
+      - What C(nvidia-smi -q -x) says on the reachable hosts, by Node name - the results of
+        M(gpufleet.k8s.nvidia_gpu_info) (a host that did not answer adds nothing). Double-bit ECC errors, a
+        pending or failed row remapping, pages pending retirement and a lost GPU (C(device-handle-error)) count.
+    type: dict
+    default: {}
   prometheus_validate_certs:
     description: Verify the Prometheus server's TLS certificate.
     type: bool
@@ -116,7 +123,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import connection_args
-from ansible_collections.gpufleet.k8s.plugins.module_utils.drain import TooManyRequests
+from ansible_collections.gpufleet.k8s.plugins.module_utils.drain_client import DrainApi
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import FIELD_MANAGER, Conflict
 from ansible_collections.gpufleet.k8s.plugins.module_utils import remediation, remediation_metrics, remediation_run
@@ -130,24 +137,19 @@ except ImportError:
     HAS_K8S = False
 
 
-class _Api(object):
-    """Nodes, Pods, evictions, budgets and NodeClaims through the kubernetes client, as plain dicts."""
+class _Api(DrainApi):
+    """The drain's view (DrainApi) plus Nodes and Karpenter NodeClaims, as plain dicts."""
 
     def __init__(self, api_client):
-        self.core = kubernetes.client.CoreV1Api(api_client)
-        self.policy = kubernetes.client.PolicyV1Api(api_client)
+        super(_Api, self).__init__(api_client)
         self.custom = kubernetes.client.CustomObjectsApi(api_client)
 
-    @staticmethod
-    def _json(response):
-        return json.loads(response.data)
-
     def list_nodes(self):
-        return self._json(self.core.list_node(_preload_content=False)).get("items") or []
+        return self._items(self.core.list_node(_preload_content=False))
 
     def get_node(self, name):
         try:
-            return self._json(self.core.read_node(name, _preload_content=False))
+            return json.loads(self.core.read_node(name, _preload_content=False).data)
         except ApiException as exc:
             if exc.status == 404:
                 return None
@@ -165,41 +167,10 @@ class _Api(object):
             raise
         return True
 
-    def list_pods(self, node):
-        return self._json(self.core.list_pod_for_all_namespaces(
-            field_selector="spec.nodeName=%s" % node, _preload_content=False)).get("items") or []
-
-    def evict(self, namespace, name, grace_period):
-        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
-        try:
-            self.core.create_namespaced_pod_eviction(name, namespace, body, _preload_content=False)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            if exc.status == 429:
-                raise TooManyRequests(str(exc.body))
-            raise
-        return True
-
-    def get_pod(self, namespace, name):
-        try:
-            return self._json(self.core.read_namespaced_pod(name, namespace, _preload_content=False))
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-
-    def list_pdbs(self, namespaces):
-        out = []
-        for namespace in namespaces:
-            out += self._json(self.policy.list_namespaced_pod_disruption_budget(
-                namespace, _preload_content=False)).get("items") or []
-        return out
-
     def list_nodeclaims(self):
         try:
-            return self._json(self.custom.list_cluster_custom_object(
-                "karpenter.sh", "v1", "nodeclaims", _preload_content=False)).get("items") or []
+            return self._items(self.custom.list_cluster_custom_object(
+                "karpenter.sh", "v1", "nodeclaims", _preload_content=False))
         except ApiException as exc:
             if exc.status == 404:  # Karpenter is not installed
                 return []
@@ -221,6 +192,7 @@ def argspec():
         platform=dict(type="str", required=True),
         cluster_name=dict(type="str", default=""),
         policy=dict(type="dict", default={}),
+        gpu_facts=dict(type="dict", default={}),
         prometheus_validate_certs=dict(type="bool", default=True),
         prometheus_timeout=dict(type="int", default=30),
     )
@@ -245,6 +217,7 @@ def run(module):
                                                      validate_certs=p["prometheus_validate_certs"])
             found = remediation_metrics.findings(
                 responses, policy["thresholds"], lambda code: remediation.xid_verdict(code, policy["xid_overrides"]))
+        found = remediation.merge_findings(found, remediation.host_findings(p["gpu_facts"], policy["thresholds"]))
         api = _Api(get_api_client(**connection_args(p)).client.client)
         claims = api.list_nodeclaims() if p["platform"] in remediation.KARPENTER_PLATFORMS else []
         entries = remediation.plan(api.list_nodes(), p["pools"], p["platform"], found, policy, claims)

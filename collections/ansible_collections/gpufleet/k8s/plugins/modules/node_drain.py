@@ -95,16 +95,13 @@ left_alone:
   elements: str
 """
 
-import json
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import connection_args
-from ansible_collections.gpufleet.k8s.plugins.module_utils.drain import DrainError, TooManyRequests, drain
+from ansible_collections.gpufleet.k8s.plugins.module_utils.drain import DrainError, drain
+from ansible_collections.gpufleet.k8s.plugins.module_utils.drain_client import DrainApi
 
 try:
-    import kubernetes
-    from kubernetes.client.rest import ApiException
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
     HAS_K8S = True
 except ImportError:
@@ -126,64 +123,13 @@ def argspec():
     return spec
 
 
-class _Api(object):
-    """The drain's view of the API server, through the kubernetes client (raw JSON, no models)."""
-
-    def __init__(self, api_client, selectors):
-        self.core = kubernetes.client.CoreV1Api(api_client)
-        self.policy = kubernetes.client.PolicyV1Api(api_client)
-        self.selector = ",".join(selectors or []) or None
-
-    @staticmethod
-    def _items(response):
-        return json.loads(response.data).get("items") or []
-
-    def list_pods(self, node):
-        kwargs = dict(field_selector="spec.nodeName=%s" % node, _preload_content=False)
-        if self.selector:
-            kwargs["label_selector"] = self.selector
-        return self._items(self.core.list_pod_for_all_namespaces(**kwargs))
-
-    def evict(self, namespace, name, grace_period):
-        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
-        if grace_period is not None:
-            body["deleteOptions"] = {"gracePeriodSeconds": grace_period}
-        try:
-            self.core.create_namespaced_pod_eviction(name, namespace, body, _preload_content=False)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            if exc.status == 429:
-                try:
-                    message = json.loads(exc.body).get("message", "")
-                except (TypeError, ValueError, AttributeError):
-                    message = str(exc.body)
-                raise TooManyRequests(message)
-            raise
-        return True
-
-    def get_pod(self, namespace, name):
-        try:
-            return json.loads(self.core.read_namespaced_pod(name, namespace, _preload_content=False).data)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-
-    def list_pdbs(self, namespaces):
-        out = []
-        for namespace in namespaces:
-            out += self._items(self.policy.list_namespaced_pod_disruption_budget(namespace, _preload_content=False))
-        return out
-
-
 def run(module):
     """The module's work on ``module`` (an AnsibleModule, or the action plugin's in-process stand-in)."""
     if not HAS_K8S:
         module.fail_json(msg=missing_required_lib("kubernetes"))
     p = module.params
     try:
-        api = _Api(get_api_client(**connection_args(p)).client.client, p["pod_selectors"])
+        api = DrainApi(get_api_client(**connection_args(p)).client.client, p["pod_selectors"])
         result = drain(api, p["name"], ignore_daemonsets=p["ignore_daemonsets"],
                        delete_emptydir_data=p["delete_emptydir_data"], force=p["force"],
                        grace_period=p["grace_period"], timeout=p["timeout"], poll=p["poll"],

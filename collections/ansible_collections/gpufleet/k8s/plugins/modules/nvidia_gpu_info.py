@@ -127,6 +127,12 @@ gpus:
     ecc_mode_current: {description: Current ECC mode, type: str}
     ecc_mode_pending: {description: ECC mode after the next reboot, type: str}
     temperature_c: {description: GPU temperature in Celsius, type: int}
+    health:
+      description:
+        - Memory health counters, null where not reported - C(ecc_dbe_volatile) (uncorrectable DRAM ECC errors since
+          the driver loaded), C(remapped_row_pending) (a row remapping waits for a GPU reset), C(remapped_row_failure),
+          C(retired_pages_pending) (older GPUs; pages wait for a reset to be retired).
+      type: dict
     brand: {description: Product brand, type: str}
     vbios_version: {description: VBIOS version, type: str}
     virtualization_mode: {description: "Virtualization mode (C(Pass-Through), C(VGPU), ...), null on bare metal", type: str}
