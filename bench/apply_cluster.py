@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Apply-mode benchmark: the cluster stage against `kubectl apply --server-side`, side by side, on a real
-control plane (tests/controlplane.py: etcd + kube-apiserver on loopback, nothing else running).
+control plane (tests/helpers/controlplane.py: etcd + kube-apiserver on loopback, nothing else running).
 
 Per round, on two fresh control planes (A for gpufleet, B for kubectl):
   render    playbooks/cluster.yml, render mode (gpufleet_apply false), into a fresh build directory
@@ -29,9 +29,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "helpers"))
 
-from controlplane import ControlPlane, binary  # noqa: E402  (tests/ on the path first)
+from controlplane import ControlPlane, binary  # noqa: E402  (tests/helpers/ on the path first)
 
 
 STAGE = {"stage": "cluster"}

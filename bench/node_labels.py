@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Node labels and taints at fleet size: gpufleet.k8s.node_labels on 1,000 KWOK-simulated Nodes of a real
-control plane (tests/controlplane.py: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, and KWOK
+control plane (tests/helpers/controlplane.py: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, and KWOK
 standing in for the kubelets).
 
 Per round, on one fresh control plane with N Nodes (created and Ready before anything is timed):
@@ -31,9 +31,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "helpers"))
 
-from controlplane import ControlPlane, binary  # noqa: E402  (tests/ on the path first)
+from controlplane import ControlPlane, binary  # noqa: E402  (tests/helpers/ on the path first)
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 TASK_PLAYBOOK = """---

@@ -7,7 +7,7 @@
 #   helm (the operator path)                                 helm.sh/helm/v3
 # Binaries are cached per version outside the repository, in $GPUFLEET_CP_CACHE (default
 # ~/.cache/gpufleet/controlplane/<name>-<version>-<hash of the wrapper module>/); a cached one is reused.
-# Prints the directory of each component as NAME=DIR lines on the last lines (tests/controlplane.py reads the
+# Prints the directory of each component as NAME=DIR lines on the last lines (tests/helpers/controlplane.py reads the
 # same layout). Cold build on the 2-core machine: see docs/development/testing.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,4 +1,5 @@
-"""Test setup: make the in-repo collection importable as ansible_collections.gpufleet.k8s."""
+"""Test setup: make the in-repo collection importable as ansible_collections.gpufleet.k8s, and the
+shared test modules of tests/helpers/ by their plain names."""
 import os
 import sys
 
@@ -6,9 +7,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, "collections")
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
-TESTS = os.path.dirname(os.path.abspath(__file__))
-if TESTS not in sys.path:
-    sys.path.insert(0, TESTS)
+# The shared test modules (tests/helpers/) import by their plain names: ``from controlplane import ...``.
+HELPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "helpers")
+if HELPERS not in sys.path:
+    sys.path.insert(0, HELPERS)
 
 
 import inspect  # noqa: E402
@@ -78,7 +80,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="module")
 def control_plane(tmp_path_factory):
-    """A real control plane for one test module (tests/controlplane.py): etcd, kube-apiserver,
+    """A real control plane for one test module (tests/helpers/controlplane.py): etcd, kube-apiserver,
     kube-controller-manager, kube-scheduler and KWOK standing in for the kubelets."""
     from controlplane import ControlPlane
     cp = ControlPlane(str(tmp_path_factory.mktemp("controlplane")))

@@ -4,13 +4,11 @@ standalone sections (the unit test builds those sections from module_utils direc
 import json
 import os
 import re
-import sys
 
 import yaml
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "unit"))
-from test_addons_golden import GOLDEN, pools_for  # noqa: E402  (the unit test's golden pools)
-from test_site_render import run_site  # noqa: E402
+from ansible_run import run_site
+from golden_pools import GOLDEN, pools_for
 
 SECTIONS = ("standalone: cluster/device-plugin", "standalone: cluster/dcgm-exporter")
 

@@ -14,7 +14,7 @@ import yaml
 from k8s_schema import assert_valid
 from prom_schema import assert_valid_prometheus
 from render_cache import private_copy, rendered_site
-from test_site_render import ROOT, recap, run_site
+from ansible_run import ROOT, recap, run_site
 
 INVENTORIES = sorted(d for d in os.listdir(os.path.join(ROOT, "inventories"))
                      if os.path.isfile(os.path.join(ROOT, "inventories", d, "hosts.yml")))

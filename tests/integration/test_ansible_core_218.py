@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from render_cache import rendered_site
-from test_site_render import ROOT
+from ansible_run import ROOT, ansible_env
 
 INVENTORIES = sorted(d for d in os.listdir(os.path.join(ROOT, "inventories"))
                      if os.path.isfile(os.path.join(ROOT, "inventories", d, "hosts.yml")))
@@ -32,7 +32,8 @@ def test_ansible_core_218_renders_the_same_tree_as_219(inventory, tmp_path, tmp_
     rc, log, locked = rendered_site(tmp_path_factory, inventory="inventories/" + inventory)
     assert rc == 0, log[-3000:]
     build = tmp_path / inventory
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    # the script's own venv and its ansible-playbook (PATH as it is: not the 2.19 venv first), the checkout's ansible.cfg
+    env = ansible_env(PATH=os.environ.get("PATH", ""))
     proc = subprocess.run(["bash", "scripts/ansible-core-218.sh", "site.yml", "-i", "inventories/" + inventory,
                            "-e", "gpufleet_build_dir=%s" % build], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=600)

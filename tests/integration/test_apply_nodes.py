@@ -1,32 +1,20 @@
 """Apply mode before any cluster is reached, through the real playbooks and the real kubernetes client:
 a closed port on 127.0.0.1 (nothing listens) is the real "unreachable cluster" case; a missing kubeconfig
 and retired variables are refused first. Everything that talks to a cluster runs on the real control plane
-of tests/controlplane.py (test_cp_*.py).
+of tests/helpers/controlplane.py (test_cp_*.py).
 """
 import re
-import socket
 
 import pytest
 
-from test_site_render import run_site
-
-
-def closed_port():
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()  # nothing listens there any more
-    return port
-
-
-def flat(out):
-    return re.sub(r"\s+", " ", out)
+from ansible_run import flat, run_site
+from controlplane import free_port
 
 
 @pytest.mark.parametrize("playbook", ["playbooks/provision.yml", "playbooks/cluster.yml", "playbooks/validate.yml"])
 def test_unreachable_cluster_stops_with_a_clear_message_before_anything(tmp_path, playbook):
     """Real client, real closed port: the stage stops at its first step with what to change."""
-    port = closed_port()
+    port = free_port()  # nothing listens there
     build = tmp_path / "example"
     rc, out = run_site(build, "-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_host=http://127.0.0.1:%d" % port,
                        "-e", "gpufleet_k8s_api_key=x", playbook=playbook)

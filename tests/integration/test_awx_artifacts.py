@@ -3,22 +3,17 @@ the real run's custom stats (ansible.posix.json callback, as AWX reads them thro
 import hashlib
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
+from ansible_run import ansible, ansible_env
+
 
 
 def run(playbook, build, *extra, json_out=False):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
-    if json_out:
-        env.update(ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_SHOW_CUSTOM_STATS="1")
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), playbook, "-e", "gpufleet_build_dir=%s" % build]
-                          + list(extra), cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    env = ansible_env(ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_SHOW_CUSTOM_STATS="1") if json_out \
+        else ansible_env()
+    proc = ansible("ansible-playbook", playbook, "-e", "gpufleet_build_dir=%s" % build, *extra, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(proc.stdout) if json_out else proc.stdout
 

@@ -1,20 +1,17 @@
-"""AWX replay: for every job template, the exact extra vars AWX would send (tests/awx_launch.py,
+"""AWX replay: for every job template, the exact extra vars AWX would send (tests/helpers/awx_launch.py,
 from AWX's launch rules; no AWX runs here) go through the real stage playbooks in render mode."""
 import filecmp
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
+from ansible_run import ROOT, run_site
 from awx_launch import launch, ui_blank_answers
 from ansible_collections.gpufleet.k8s.plugins.module_utils.awx_survey import (
     STAGE_QUESTIONS, stage_survey_options, survey_spec)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
 STAGES = list(STAGE_QUESTIONS)
 
 
@@ -23,17 +20,13 @@ def spec_of(stage):
 
 
 def run_stage(stage, build, extra_vars=None, *args):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_FORCE_COLOR="0", PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
-    cmd = [os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % stage, "-i", "inventories/example",
-           "-e", "gpufleet_build_dir=%s" % build]
+    cmd = []
     if extra_vars is not None:
         path = str(build) + ".extra-vars.json"
         with open(path, "w") as handle:
             json.dump(extra_vars, handle)       # AWX writes the job's extra vars to a file like this
         cmd += ["-e", "@" + path]
-    proc = subprocess.run(cmd + list(args), cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    return proc.returncode, proc.stdout + proc.stderr
+    return run_site(build, *cmd, *args, playbook="playbooks/%s.yml" % stage)
 
 
 def tree(path):

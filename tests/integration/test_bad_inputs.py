@@ -5,18 +5,15 @@ import concurrent.futures
 import json
 import os
 import re
-import subprocess
-import sys
 import uuid
 
 import pytest
 import yaml
 
+from ansible_run import ROOT, ansible, run_playbook
 from frozen import TODAY_VARS
 from systemd_node import boot, podman, remove
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
 INVENTORY = os.path.join(ROOT, "tests", "integration", "inventories", "bad_input")
 # unique per run: parallel checkouts on one machine must not share the container
 NODE = os.environ.setdefault("GPUFLEET_BADINPUT_NODE", "gpufleet-badinput-%s" % uuid.uuid4().hex[:8])
@@ -39,12 +36,8 @@ def node_state():
 
 
 def run(playbook, extra, build_dir):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_FORCE_COLOR="0", GPUFLEET_TEST_NODE=NODE, PATH=BIN + os.pathsep + os.environ["PATH"])
-    cmd = [os.path.join(BIN, "ansible-playbook"), playbook, "-i", INVENTORY,
-           "-e", "gpufleet_build_dir=%s" % build_dir, "-e", json.dumps(extra)] + TODAY_VARS
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    return proc.returncode, re.sub(r"\s+", " ", proc.stdout + proc.stderr)
+    return run_playbook(playbook, "-i", INVENTORY, "-e", "gpufleet_build_dir=%s" % build_dir, "-e", json.dumps(extra),
+                        *TODAY_VARS, timeout=300, collapse=True, GPUFLEET_TEST_NODE=NODE)
 
 
 def test_there_are_enough_cases():
@@ -55,8 +48,7 @@ def test_there_are_enough_cases():
 def test_baseline_passes_preflight_and_reaches_the_node(node, tmp_path):
     rc, out = run("playbooks/preflight.yml", {}, tmp_path / "b")
     assert rc == 0, out[-2000:]
-    ping = subprocess.run([os.path.join(BIN, "ansible"), "gpufleet-badinput-node", "-i", INVENTORY, "-m", "ansible.builtin.ping"],
-                          cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg")))
+    ping = ansible("ansible", "gpufleet-badinput-node", "-i", INVENTORY, "-m", "ansible.builtin.ping")
     assert ping.returncode == 0 and "ping: pong" in ping.stdout, ping.stdout + ping.stderr
 
 

@@ -5,13 +5,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
+from ansible_run import run_site
+
 EXAMPLE_POOLS = [
     {"name": "train-a100", "gpu_type": "a100-80gb", "gpus_per_node": 8, "node_group": "gpu_pool_train_a100",
      "min_nodes": 2, "max_nodes": 2, "sharing": {"mode": "mig", "mig_strategy": "single", "mig_profile": "1g.10gb",
@@ -19,15 +17,6 @@ EXAMPLE_POOLS = [
     {"name": "infer-l4", "gpu_type": "l4", "gpus_per_node": 1, "node_group": "gpu_pool_infer_l4",
      "min_nodes": 3, "max_nodes": 3, "sharing": {"mode": "time-slicing", "replicas": 8}},
 ]
-
-
-def run_site(build_dir, *extra, playbook="site.yml"):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_FORCE_COLOR="0", PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
-    cmd = [os.path.join(BIN, "ansible-playbook"), playbook, "-i", "inventories/example",
-           "-e", "gpufleet_build_dir=%s" % build_dir] + list(extra)
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    return proc.returncode, proc.stdout + proc.stderr
 
 
 def snapshot(path):

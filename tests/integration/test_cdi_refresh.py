@@ -7,7 +7,6 @@ writes a small spec), an nvidia-smi script, and the driver's library as an empty
 libnvidia-ml.so.<version> file, which is what the role reads the installed driver version from.
 """
 import os
-import sys
 
 import pytest
 
@@ -15,7 +14,6 @@ from systemd_node import (per_worker, DEBIAN12_DRIVER, TOOLKIT_PINNED, converge,
                          standin_toolkit_repo)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
 NODE = per_worker("gpufleet-i15-cdi")
 SPEC = "/etc/cdi/nvidia.yaml"
 RECORD = "/var/lib/gpufleet/cdi-nvidia-driver-version"

@@ -19,8 +19,7 @@ import subprocess
 import pytest
 import yaml
 
-from render_cache import rendered_site
-from test_rbac_allowlist import RENDERS  # the same renders, so the cache makes each one once per run
+from render_cache import RENDERS, rendered_site  # the renders the RBAC allowlist reads: each made once per run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BASELINE = os.path.join(ROOT, "tests", "fixtures", "checkov", "baseline.yml")

@@ -13,38 +13,32 @@ import uuid
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
+from ansible_run import ROOT, ansible, ansible_env, output, run_playbook
+
 ROLES = sorted(d for d in os.listdir(os.path.join(ROOT, "roles")) if not d.startswith("."))
 PLAYBOOKS = sorted(f for f in os.listdir(os.path.join(ROOT, "playbooks")) if f.endswith(".yml"))
 
 
 def _env(**extra):
     """A user's environment: nothing of the clone (its ansible.cfg, roles/, collections/)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
-    env.update(extra)
-    return env
-
-
-def _run(cmd, cwd, env, timeout=600):
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    return proc.returncode, proc.stdout + proc.stderr
+    clone = {k for k in os.environ if k.startswith("ANSIBLE_")} - {"ANSIBLE_NOCOLOR", "ANSIBLE_FORCE_COLOR"}
+    return ansible_env(**dict(dict.fromkeys(clone | {"ANSIBLE_CONFIG"}), **extra))   # None: removed
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """(tarball, collections path, the installed collection's directory)."""
     out = tmp_path_factory.mktemp("dist")
-    rc, log = _run([sys.executable, os.path.join(ROOT, "scripts", "build_collection.py"), "--output-path", str(out)],
-                   cwd=ROOT, env=_env())
+    rc, log = output(subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "build_collection.py"),
+                                     "--output-path", str(out)], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                                    timeout=600))
     assert rc == 0, log
     tarball = log.strip().splitlines()[-1]
     assert os.path.isfile(tarball), log
     cols = tmp_path_factory.mktemp("collections")
     assert os.listdir(cols) == []
-    rc, log = _run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--offline", tarball, "-p", str(cols)],
-                   cwd=str(cols), env=_env())
+    rc, log = output(ansible("ansible-galaxy", "collection", "install", "--offline", tarball, "-p", cols, cwd=cols,
+                             env=_env()))
     assert rc == 0, log
     return tarball, cols, cols / "ansible_collections" / "gpufleet" / "k8s"
 
@@ -82,8 +76,7 @@ def test_role_runs_by_fqcn_from_the_installed_collection(installed, tmp_path):
     playbook = tmp_path / "driver.yml"
     playbook.write_text("---\n- name: Driver by FQCN\n  hosts: localhost\n  gather_facts: false\n"
                         "  roles:\n    - role: gpufleet.k8s.nvidia_driver\n")
-    rc, log = _run([os.path.join(BIN, "ansible-playbook"), str(playbook), "--list-tasks"], cwd=str(tmp_path),
-                   env=_env(ANSIBLE_COLLECTIONS_PATH=str(cols)))
+    rc, log = run_playbook(playbook, "--list-tasks", cwd=tmp_path, env=_env(ANSIBLE_COLLECTIONS_PATH=str(cols)))
     assert rc == 0, log
     assert "gpufleet.k8s.nvidia_driver : " in log, log
 
@@ -105,9 +98,8 @@ def test_site_by_fqcn_outside_the_repository_renders_what_the_clone_renders(inst
     rel = os.path.join("build", "test-collection-install-%s" % uuid.uuid4().hex[:12])
     in_repo = os.path.join(ROOT, rel)
     try:
-        rc, log = _run([os.path.join(BIN, "ansible-playbook"), "site.yml", "-i", "inventories/example",
-                        "-e", "gpufleet_build_dir=%s" % rel], cwd=ROOT,
-                       env=_env(ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg")))
+        rc, log = run_playbook("site.yml", "-i", "inventories/example", "-e", "gpufleet_build_dir=%s" % rel,
+                               env=_env(ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg")))
         assert rc == 0, log[-3000:]
         expected = _tree(in_repo)
     finally:
@@ -117,8 +109,8 @@ def test_site_by_fqcn_outside_the_repository_renders_what_the_clone_renders(inst
     # a user's project: a copy of the example inventory, nothing else; the default build directory
     project = tmp_path / "project"
     shutil.copytree(os.path.join(ROOT, "inventories", "example"), project / "inventories" / "example")
-    rc, log = _run([os.path.join(BIN, "ansible-playbook"), "gpufleet.k8s.site", "-i", "inventories/example"],
-                   cwd=str(project), env=_env(ANSIBLE_COLLECTIONS_PATH=str(cols)))
+    rc, log = run_playbook("gpufleet.k8s.site", "-i", "inventories/example", cwd=project,
+                           env=_env(ANSIBLE_COLLECTIONS_PATH=str(cols)))
     assert rc == 0, log[-3000:]
     assert sorted(os.listdir(project)) == ["build", "inventories"], os.listdir(project)
     got = _tree(project / "build" / "example")

@@ -22,10 +22,11 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_tom
 from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_validate as cvalidate
 from ansible_collections.gpufleet.k8s.plugins.module_utils._vendor import tomlkit
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_run import ROOT, ansible
 
 CONTAINERD = shutil.which("containerd") or "/usr/bin/containerd"
 CTR = shutil.which("ctr") or "/usr/bin/ctr"
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = ROOT
 
 USER = {
     2: """version = 2
@@ -191,15 +192,13 @@ def test_version_3_on_containerd_1_6_is_refused_as_ineffective(tmp_path):
 # --- the real module, through ansible --------------------------------------------------------------
 
 def run_module(args, check=False, diff=False):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, "collections"),
-               ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
-    cmd = ["ansible", "localhost", "-i", "localhost,", "-c", "local",
+    cmd = ["localhost", "-i", "localhost,", "-c", "local",
            "-e", "ansible_python_interpreter=%s" % os.path.realpath(os.path.join(REPO, ".venv", "bin", "python")),
            "-m", "gpufleet.k8s.containerd_nvidia_runtime", "-a", json.dumps(args)]
     cmd += ["--check"] if check else []
     cmd += ["--diff"] if diff else []
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    proc = ansible("ansible", *cmd, timeout=120, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, "collections"),
+                   ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
     data = json.loads(proc.stdout)
     return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
@@ -258,7 +257,7 @@ def test_module_refuses_an_unknown_preset_before_any_change(tmp_path):
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from unit.test_containerd_config_properties import user_configs  # noqa: E402
+from containerd_configs import user_configs  # noqa: E402
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

@@ -2,21 +2,14 @@
 the example inventories parse without a warning (no non-inventory file inside them)."""
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
+from ansible_run import ROOT, ansible
+
 INVENTORIES = sorted(d for d in os.listdir(os.path.join(ROOT, "inventories"))
                      if os.path.isdir(os.path.join(ROOT, "inventories", d)))
-
-
-def _env():
-    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-                ANSIBLE_FORCE_COLOR="0", PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
 
 
 def _site_entries():
@@ -59,8 +52,7 @@ def _play_names(stage):
 @pytest.mark.parametrize("stage", STAGES)
 def test_tags_select_exactly_one_stage(stage):
     """--list-tasks --tags STAGE: tasks are listed under that stage's plays and under no other play."""
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "site.yml", "--list-tasks", "--tags", stage],
-                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+    proc = ansible("ansible-playbook", "site.yml", "--list-tasks", "--tags", stage, timeout=300)
     assert proc.returncode == 0, proc.stderr
     plays, current = {}, None
     for line in proc.stdout.splitlines():
@@ -80,9 +72,7 @@ def test_tags_select_exactly_one_stage(stage):
 def test_tags_run_one_stage_for_real(tmp_path):
     """A real render with --tags provision writes the provision tree and nothing of the cluster stage."""
     build = tmp_path / "example"
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "site.yml", "--tags", "provision",
-                           "-e", "gpufleet_build_dir=%s" % build], cwd=ROOT, env=_env(),
-                          capture_output=True, text=True, timeout=600)
+    proc = ansible("ansible-playbook", "site.yml", "--tags", "provision", "-e", "gpufleet_build_dir=%s" % build)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     assert sorted(os.listdir(build / "provision" / "nodes"))
     assert not (build / "cluster").exists()
@@ -91,8 +81,7 @@ def test_tags_run_one_stage_for_real(tmp_path):
 
 @pytest.mark.parametrize("inventory", INVENTORIES)
 def test_inventory_parses_without_warnings(inventory):
-    proc = subprocess.run([os.path.join(BIN, "ansible-inventory"), "-i", os.path.join("inventories", inventory),
-                           "--list"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120)
+    proc = ansible("ansible-inventory", "-i", os.path.join("inventories", inventory), "--list", timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "WARNING" not in proc.stderr and "Failed to parse" not in proc.stderr, proc.stderr
 

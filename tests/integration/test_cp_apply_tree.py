@@ -1,4 +1,4 @@
-"""The whole-tree apply (gpufleet.k8s.k8s_apply_tree) on a real control plane (tests/controlplane.py):
+"""The whole-tree apply (gpufleet.k8s.k8s_apply_tree) on a real control plane (tests/helpers/controlplane.py):
 prune by ApplySet when the inventory drops a pool (EKS: its Karpenter NodePool and EC2NodeClass) or disables an
 add-on (dcgm-exporter), `--check --diff` listing exactly those deletions first and the server's dry-run answer
 as the diff, an object made by hand with gpufleet's labels but not the set's part-of label left alone, and the
@@ -12,15 +12,11 @@ import pytest
 import yaml
 
 from controlplane import shared_crds_or_skip
-from test_site_render import ROOT, manifests, recap, run_site
+from ansible_run import ROOT, flat, manifests, recap, run_site
 
 PART_OF = "applyset.kubernetes.io/part-of"
 NODEPOOLS = "/apis/karpenter.sh/v1/nodepools"
 CLASSES = "/apis/karpenter.k8s.aws/v1/ec2nodeclasses"
-
-
-def flat(out):
-    return re.sub(r"\s+", " ", out)
 
 
 def eks_pools():

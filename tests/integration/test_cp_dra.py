@@ -1,7 +1,7 @@
-"""Pools with allocation: dra on the real control plane (tests/controlplane.py; kube-apiserver, kube-scheduler
+"""Pools with allocation: dra on the real control plane (tests/helpers/controlplane.py; kube-apiserver, kube-scheduler
 and kube-controller-manager v1.37, KWOK for the kubelets).
 
-The DRA driver cannot run here (no GPU, no kubelet): tests/dra_standin.py, a labelled STAND-IN, publishes the
+The DRA driver cannot run here (no GPU, no kubelet): tests/helpers/dra_standin.py, a labelled STAND-IN, publishes the
 ResourceSlices its kubelet plugin would publish for the simulated GPUs and creates the DeviceClasses its chart
 creates. Everything gpufleet renders is the real output of module_utils (the pools' claim templates, the smoke
 Jobs, the placement fragment, the device plugin DaemonSet, the pools' node labels), and the real scheduler
@@ -12,15 +12,15 @@ import json
 import re
 
 import pytest
-import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import dra, smoke
 from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import device_plugin_objects
 from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import placement
 from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import pool_node_labels, pool_taints
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+from cp_nodes import cluster_inventory
 from dra_standin import device_classes, slice_for
-from test_site_render import run_site
+from ansible_run import run_site
 
 NS = "dra-test"
 POOL_INPUTS = {p["name"]: p for p in [
@@ -213,23 +213,17 @@ def test_mixed_cluster_no_gpu_is_advertised_twice(cluster):
 
 def _inventory(path, pools):
     """An inventory of the module's nodes for ``pools`` (names of POOLS), one group per pool."""
-    (path / "group_vars" / "all").mkdir(parents=True)
     spec = []
     for name in pools:
         pool = {k: v for k, v in POOL_INPUTS[name].items()}
         spec.append(dict(pool, node_group="gpu_pool_" + name.replace("-", "_"), min_nodes=1))
-    (path / "group_vars" / "all" / "gpufleet.yml").write_text(yaml.safe_dump({
-        "gpufleet_platform": "kubeadm", "gpufleet_cluster_name": "t", "gpufleet_addons_mode": "standalone",
-        "gpufleet_kubernetes_version": "1.37", "gpufleet_gpu_pools": spec}))
     groups = {}
     for i, (node, (pool, _s, _g)) in enumerate(sorted(NODES.items())):
         if pool in pools:
-            groups["gpu_pool_" + pool.replace("-", "_")] = {"hosts": {"h%d" % i: {"gpufleet_node_name": node}}}
-    (path / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {
-        "gpufleet_controller": {"hosts": {"localhost": {"ansible_connection": "local",
-                                                        "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}},
-        "gpu_nodes": {"children": groups}}}}))
-    return str(path)
+            groups["gpu_pool_" + pool.replace("-", "_")] = {"h%d" % i: {"gpufleet_node_name": node}}
+    return cluster_inventory(path, {
+        "gpufleet_platform": "kubeadm", "gpufleet_cluster_name": "t", "gpufleet_addons_mode": "standalone",
+        "gpufleet_kubernetes_version": "1.37", "gpufleet_gpu_pools": spec}, groups)
 
 
 def test_the_validate_stage_runs_the_dra_smoke_jobs_and_judges_nodes_by_their_resource_slices(cluster, tmp_path):

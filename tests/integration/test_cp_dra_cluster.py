@@ -1,9 +1,9 @@
 """The cluster stage (playbooks/cluster.yml, apply mode) with a DRA pool beside a device-plugin pool, on the real
-control plane (tests/controlplane.py) with the real helm.
+control plane (tests/helpers/controlplane.py) with the real helm.
 
 NVIDIA's chart cannot be downloaded here: tests/standin/dra-driver-chart is a LABELLED STAND-IN with the pinned
 name and version that refuses values keys it does not know and places a kubelet-plugin DaemonSet by the values
-gpufleet renders; tests/dra_standin.py, also a stand-in, publishes the ResourceSlice the plugin would. The
+gpufleet renders; tests/helpers/dra_standin.py, also a stand-in, publishes the ResourceSlice the plugin would. The
 scheduler, the DaemonSet controller and the API server are real: the kubelet plugin lands on the DRA pool's node
 only, the device plugin on the other pool's node only, the claim templates are applied in the pool's
 dra.claim_namespaces, and a pod placed with the rendered fragment gets its GPUs allocated.
@@ -17,8 +17,9 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import plac
 from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import pool_node_labels, pool_taints
 from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
 from controlplane import binary
+from cp_nodes import cluster_inventory
 from dra_standin import slice_for
-from test_site_render import ROOT, recap, run_site
+from ansible_run import ROOT, recap, run_site
 
 CHART = os.path.join(ROOT, "tests", "standin", "dra-driver-chart")
 POOLS = [{"name": "train-h100", "gpu_type": "h100-80gb", "gpus_per_node": 2, "allocation": "dra",
@@ -32,15 +33,10 @@ def applied(control_plane, tmp_path_factory):
     cp = control_plane
     tmp = tmp_path_factory.mktemp("dra-cluster")
     inv = tmp / "inv"
-    (inv / "group_vars" / "all").mkdir(parents=True)
-    (inv / "group_vars" / "all" / "gpufleet.yml").write_text(yaml.safe_dump({
+    cluster_inventory(inv, {
         "gpufleet_platform": "kubeadm", "gpufleet_cluster_name": "t", "gpufleet_addons_mode": "standalone",
-        "gpufleet_kubernetes_version": "1.37", "gpufleet_gpu_pools": POOLS}))
-    (inv / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {
-        "gpufleet_controller": {"hosts": {"localhost": {"ansible_connection": "local",
-                                                        "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}},
-        "gpu_nodes": {"children": {"gpu_pool_" + pool.replace("-", "_"): {"hosts": {node: {}}}
-                                   for node, pool in NODES.items()}}}}}))
+        "gpufleet_kubernetes_version": "1.37", "gpufleet_gpu_pools": POOLS},
+        {"gpu_pool_" + pool.replace("-", "_"): {node: {}} for node, pool in NODES.items()})
     for node, pool in NODES.items():
         p = normalize_pool(next(x for x in POOLS if x["name"] == pool))
         # as the provision stage labels and taints them; the device plugin advertises the L4 only

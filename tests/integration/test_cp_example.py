@@ -1,4 +1,4 @@
-"""The example inventory in apply mode on a real control plane (tests/controlplane.py).
+"""The example inventory in apply mode on a real control plane (tests/helpers/controlplane.py).
 
 kube-apiserver, kube-controller-manager, kube-scheduler and etcd are real; KWOK stands in for the
 kubelets of five simulated GPU nodes (the names of inventories/example) and one CPU node. Each GPU node
@@ -13,7 +13,7 @@ import re
 import pytest
 
 from controlplane import shared_crds_or_skip
-from test_site_render import ROOT, recap, run_site
+from ansible_run import recap, run_site
 
 A100 = ["a100-node-01.example.internal", "a100-node-02.example.internal"]
 L4 = ["l4-node-01.example.internal", "l4-node-02.example.internal", "l4-node-03.example.internal"]

@@ -1,21 +1,15 @@
-"""Faults with real parts (tests/controlplane.py): the kube-apiserver stopped in the middle of a cluster
+"""Faults with real parts (tests/helpers/controlplane.py): the kube-apiserver stopped in the middle of a cluster
 apply, and an admission rule of the real server (a ValidatingAdmissionPolicy, CEL, evaluated in the API
 server as a webhook would be) that rejects one object.
 """
 import re
-import subprocess
-import time
 
 import pytest
 
-from test_site_render import BIN, ROOT, recap, run_site
+from ansible_run import ansible_env, flat, popen, recap, run_site
 
 A100 = ["a100-node-01.example.internal", "a100-node-02.example.internal"]
 L4 = ["l4-node-01.example.internal", "l4-node-02.example.internal", "l4-node-03.example.internal"]
-
-
-def flat(out):
-    return re.sub(r"\s+", " ", out)
 
 
 @pytest.fixture(scope="module")
@@ -38,11 +32,10 @@ def stage(cp, tmp, playbook, *extra):
 
 def test_api_server_stopped_mid_apply_stops_clearly_and_a_rerun_converges(cluster):
     cp, tmp = cluster
-    env = {"ANSIBLE_CONFIG": "%s/ansible.cfg" % ROOT, "ANSIBLE_NOCOLOR": "1", "PATH": BIN + ":/usr/bin:/bin"}
-    cmd = ["%s/ansible-playbook" % BIN, "playbooks/cluster.yml", "-i", "inventories/example",
-           "-e", "gpufleet_build_dir=%s" % (tmp / "build"), "-e", "gpufleet_apply=true",
-           "-e", "gpufleet_k8s_kubeconfig=%s" % cp.kubeconfig, "-e", "dcgm_exporter_service_monitor=false"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = popen("ansible-playbook", "playbooks/cluster.yml", "-i", "inventories/example",
+                 "-e", "gpufleet_build_dir=%s" % (tmp / "build"), "-e", "gpufleet_apply=true",
+                 "-e", "gpufleet_k8s_kubeconfig=%s" % cp.kubeconfig, "-e", "dcgm_exporter_service_monitor=false",
+                 env=ansible_env(inherit=False))
     try:
         # the first add-on object written: stop the API server there
         cp.wait(lambda: cp.exists("/api/v1/namespaces/nvidia-device-plugin"), 180, "the first add-on object")

@@ -1,23 +1,19 @@
 """The gpu_mig role cordons and drains the node through the Kubernetes API before its GPUs change
 (issue 28 section 2), and only then; after the change it restarts the device plugin's pod there.
 
-Real: the test control plane (tests/controlplane.py: kube-apiserver, scheduler, controller-manager; KWOK
+Real: the test control plane (tests/helpers/controlplane.py: kube-apiserver, scheduler, controller-manager; KWOK
 stands in for the kubelet of the Node), the Eviction API, the role over the podman connection in a Debian 12
 systemd container. STAND-IN (no GPU here): tests/standin/nvidia-smi-mig.py as the host's nvidia-smi (two H200
 GPUs, MIG state in a JSON file, the documented output formats).
 """
 import json
 import os
-import re
-import subprocess
-import sys
 
 import pytest
 
-from systemd_node import boot, per_worker, podman, remove, shell_of
+from ansible_run import ROOT
+from systemd_node import boot, converge, per_worker, podman, remove, shell_of
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
 NODE = per_worker("gpufleet-i28-migdrain")
 NS = "ml"
 
@@ -88,15 +84,8 @@ def plugin_pod(cp):
 
 
 def play(setup, extra, *args):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"),
-               PATH=BIN + os.pathsep + os.environ["PATH"])
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", setup["inventory"], setup["playbook"],
-                           "-e", json.dumps(extra)] + list(args), cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
-    out = re.sub(r"\s+", " ", proc.stdout + proc.stderr)
-    assert proc.returncode == 0, out[-4000:]
-    return int(re.search(r"%s : ok=\d+ changed=(\d+)" % re.escape(NODE), out).group(1)), out
+    """(changed count of the node, output with whitespace collapsed) of the MIG playbook with ``extra`` vars."""
+    return converge(setup["inventory"], setup["playbook"], NODE, "-e", json.dumps(extra), *args)
 
 
 def unschedulable(cp):

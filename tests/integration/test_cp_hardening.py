@@ -1,4 +1,4 @@
-"""Issue 30 item 8 (hardening) on a real control plane (tests/controlplane.py, KWOK kubelets).
+"""Issue 30 item 8 (hardening) on a real control plane (tests/helpers/controlplane.py, KWOK kubelets).
 
 The hardened node agents (seccomp RuntimeDefault, capabilities dropped before SYS_ADMIN is added,
 read-only config-manager sidecars with their own resources, dcgm-exporter at system-node-critical with

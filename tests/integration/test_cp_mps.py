@@ -1,4 +1,4 @@
-"""A pool in MPS mode through the cluster stage on a real control plane (tests/controlplane.py).
+"""A pool in MPS mode through the cluster stage on a real control plane (tests/helpers/controlplane.py).
 
 Defect (issue 30): the MPS control daemon was rendered with hostPID and shareProcessNamespace; the API
 server refuses that pair ("ShareProcessNamespace and HostPID cannot both be enabled"), so cluster.yml
@@ -12,7 +12,7 @@ import json
 import pytest
 
 from controlplane import shared_crds_or_skip
-from test_site_render import recap, run_site
+from ansible_run import recap, run_site
 
 L4 = ["l4-node-01.example.internal", "l4-node-02.example.internal", "l4-node-03.example.internal"]
 A100 = ["a100-node-01.example.internal", "a100-node-02.example.internal"]

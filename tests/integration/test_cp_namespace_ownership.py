@@ -1,4 +1,4 @@
-"""Issue 30 item 5 on a real control plane (tests/controlplane.py): gpufleet labels, relaxes and deletes only
+"""Issue 30 item 5 on a real control plane (tests/helpers/controlplane.py): gpufleet labels, relaxes and deletes only
 namespaces it created. The real cluster playbook (apply mode) with dcgm-exporter alone:
 
 - a user's namespace with the user's ConfigMap, given as dcgm_exporter_namespace: after the apply it is not
@@ -9,19 +9,14 @@ namespaces it created. The real cluster playbook (apply mode) with dcgm-exporter
 - a namespace an older gpufleet created (its server-side apply, no annotation) is adopted and deleted on absent.
 Every check reads the objects back through the API server.
 """
-import re
 
 import pytest
 
-from test_site_render import recap, run_site
+from ansible_run import flat, recap, run_site
 
 USER_NS = "team-a"
 OWN_NS = "nvidia-dcgm-exporter"
 CREATED_BY = "gpufleet.io/created-by"
-
-
-def flat(out):
-    return re.sub(r"\s+", " ", out)
 
 
 def dcgm(cp, tmp, *extra):

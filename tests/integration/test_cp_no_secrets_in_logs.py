@@ -13,15 +13,12 @@ import json
 import os
 import re
 import secrets
-import subprocess
-import sys
 
 import pytest
 
+from ansible_run import ansible_env, run_playbook
 from controlplane import ControlPlane, shared_crds_or_skip
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
 TOKEN = "gpufleet-sentinel-token-" + secrets.token_hex(12)
 ENV_SECRET = "gpufleet-sentinel-env-" + secrets.token_hex(12)
 SENTINELS = (TOKEN, ENV_SECRET)
@@ -72,19 +69,16 @@ def leaks_in_tree(top):
 
 
 def run(tmp, playbook, *extra, inventory="inventories/example"):
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}  # the token must be the only credential
-    env.update(ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
-               PATH=BIN + os.pathsep + os.environ.get("PATH", ""), HOME=str(tmp / "home"),
-               ANSIBLE_SHOW_CUSTOM_STATS="1", ANSIBLE_LOG_FOLDER=str(tmp / "job-events"),
-               ANSIBLE_CALLBACKS_ENABLED="gpufleet.k8s.preload_filters,community.general.log_plays")
+    env = ansible_env(KUBECONFIG=None,  # the token must be the only credential
+                      HOME=str(tmp / "home"), ANSIBLE_SHOW_CUSTOM_STATS="1", ANSIBLE_LOG_FOLDER=str(tmp / "job-events"),
+                      ANSIBLE_CALLBACKS_ENABLED="gpufleet.k8s.preload_filters,community.general.log_plays")
     os.makedirs(env["HOME"], exist_ok=True)
     os.makedirs(tmp / "build", exist_ok=True)
-    cmd = [os.path.join(BIN, "ansible-playbook"), playbook, "-i", inventory, "-vvv"] + list(extra)
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    rc, out = run_playbook(playbook, "-i", inventory, "-vvv", *extra, env=env)
     os.makedirs(tmp / "output", exist_ok=True)
     with open(tmp / "output" / (os.path.basename(playbook) + ".log"), "a") as f:  # to read when a run fails
-        f.write(proc.stdout + proc.stderr)
-    return proc.returncode, proc.stdout + proc.stderr
+        f.write(out)
+    return rc, out
 
 
 def connection(cp):

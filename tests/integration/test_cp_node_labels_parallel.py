@@ -1,4 +1,4 @@
-"""Node labels at fleet size on a real control plane (tests/controlplane.py, KWOK standing in for the
+"""Node labels at fleet size on a real control plane (tests/helpers/controlplane.py, KWOK standing in for the
 kubelets): gpufleet.k8s.node_labels reads every Node with one list request and writes the Nodes that must
 change several at a time. The real provision stage labels and taints 50 Nodes and changes nothing on the
 second run; the module's Node client against the real API server is counted (one LIST, one PATCH per Node,
@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
-from test_cp_ownership import gpufleet_traces, inventory, provision
-from test_site_render import recap
+from ansible_run import recap
+from cp_nodes import gpufleet_traces, inventory, provision
 
 NAMES = ["gpu-p%02d" % i for i in range(50)]
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}

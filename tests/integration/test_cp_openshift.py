@@ -1,18 +1,16 @@
-"""The OpenShift path on a real control plane (tests/controlplane.py): OLM's CRDs are served (as on an
+"""The OpenShift path on a real control plane (tests/helpers/controlplane.py): OLM's CRDs are served (as on an
 OpenShift cluster), the operators' own CRDs are not yet. The cluster stage applies the Namespaces,
 OperatorGroups and Subscriptions, then waits; when "OLM" installs the operators - here the test creates
 their real CRDs (../shared/crds) some seconds after the Subscriptions appear, the part OLM plays - the stage
 applies the NodeFeatureDiscovery instance and the ClusterPolicy, which the real API server validates
 against those CRDs. No OLM runs here: nothing reconciles the Subscriptions (stand-in: the test itself).
 """
-import os
-import subprocess
 import time
 
 import pytest
 
 from controlplane import shared_crds_or_skip
-from test_site_render import BIN, ROOT, recap, run_site
+from ansible_run import popen, recap, run_site
 
 INVENTORY = "inventories/openshift"
 OLM_CRDS = ["operators.coreos.com_operatorgroups.yaml", "operators.coreos.com_subscriptions.yaml"]
@@ -37,13 +35,10 @@ def extra(cp):
 def test_waits_for_the_operator_crds_then_applies_nfd_and_the_cluster_policy(cluster, tmp_path):
     cp = cluster
     log = tmp_path / "cluster.log"
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_FORCE_COLOR="0", PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
-    cmd = [os.path.join(BIN, "ansible-playbook"), "playbooks/cluster.yml", "-i", INVENTORY,
-           "-e", "gpufleet_build_dir=%s" % (tmp_path / "build")] + extra(cp)
     # output to a file, not a pipe nobody reads while the stage waits (a full pipe would block it)
     with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = popen("ansible-playbook", "playbooks/cluster.yml", "-i", INVENTORY,
+                     "-e", "gpufleet_build_dir=%s" % (tmp_path / "build"), *extra(cp), stdout=out)
         try:
             # (the wait task's banner is printed only when it ends: skipped tasks are not shown)
             cp.wait(lambda: proc.poll() is not None or len(cp.items(SUBSCRIPTIONS)) >= 2, 180, "the Subscriptions")

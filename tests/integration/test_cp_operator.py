@@ -1,4 +1,4 @@
-"""Operator mode on a real control plane (tests/controlplane.py) with the real helm.
+"""Operator mode on a real control plane (tests/helpers/controlplane.py) with the real helm.
 
 The GPU Operator chart cannot be downloaded here. tests/standin/gpu-operator-chart is a LABELLED STAND-IN
 written by the project: the same chart name and version as the pin, a values schema that refuses keys it
@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from controlplane import SHARED_CRDS, binary, shared_crds_or_skip
-from test_site_render import ROOT, recap, run_site
+from ansible_run import ROOT, flat, recap, run_site
 
 INVENTORY = "inventories/kubeadm-operator"
 NAMESPACE = "gpu-operator"
@@ -77,10 +77,6 @@ def cluster(env, *more, standalone=False):
     if standalone:
         more = ("-e", "@%s" % (tmp / "standalone.yml")) + more
     return run_site(tmp / "build", *(extra + list(more)), playbook="playbooks/cluster.yml", inventory=INVENTORY)
-
-
-def flat(out):
-    return re.sub(r"\s+", " ", out)
 
 
 def gpufleet_daemonsets(cp):

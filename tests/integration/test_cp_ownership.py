@@ -1,55 +1,21 @@
-"""Node ownership in apply mode on a real control plane (tests/controlplane.py): the real playbooks, the real
+"""Node ownership in apply mode on a real control plane (tests/helpers/controlplane.py): the real playbooks, the real
 kubernetes client, a real kube-apiserver storing the Nodes, and kube-controller-manager adding its own taints
 (the cordon taint). KWOK keeps the Nodes Ready in place of kubelets. Every check reads the Node back
 through the API.
 """
 import json
-import re
 
 import pytest
 
-from test_site_render import ROOT, recap, run_site
+from ansible_run import flat, recap, run_site
+from cp_nodes import gpufleet_traces, inventory, provision
 
 CORDON = "node.kubernetes.io/unschedulable"
 USER_TAINT = {"key": "dedicated", "value": "ml-team", "effect": "PreferNoSchedule"}
 
 
-def flat(out):
-    return re.sub(r"\s+", " ", out)
-
-
-def inventory(tmp_path, hosts, name="inv"):
-    """The example cluster's pools; ``hosts`` {host: Node name} all in the train pool."""
-    inv = tmp_path / name
-    (inv / "group_vars" / "all").mkdir(parents=True, exist_ok=True)
-    with open("%s/inventories/example/group_vars/all/gpufleet.yml" % ROOT) as f:
-        (inv / "group_vars" / "all" / "gpufleet.yml").write_text(f.read())
-    lines = ["all:", "  children:", "    gpufleet_controller:", "      hosts:", "        localhost:",
-             "          ansible_connection: local",
-             "          ansible_python_interpreter: \"{{ ansible_playbook_python }}\"",
-             "    gpu_nodes:", "      children:", "        gpu_pool_train_a100:", "          hosts:"]
-    for host, node in hosts.items():
-        lines.append("            %s: {gpufleet_node_name: %s}" % (host, node))
-    lines += ["        gpu_pool_infer_l4:", "          hosts: {}"]
-    (inv / "hosts.yml").write_text("\n".join(lines) + "\n")
-    return str(inv)
-
-
-def provision(cp, tmp_path, inv, *extra):
-    return run_site(tmp_path / "build", "-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_kubeconfig=%s" % cp.kubeconfig,
-                    "-e", '{"gpu_pools_examples": false}', *extra, playbook="playbooks/provision.yml", inventory=inv)
-
-
 def versions(cp):
     return {n["metadata"]["name"]: n["metadata"]["resourceVersion"] for n in cp.items("/api/v1/nodes")}
-
-
-def gpufleet_traces(node):
-    meta = node["metadata"]
-    return ({k: v for k, v in meta.get("labels", {}).items() if k.startswith("gpufleet.io/")
-             or k == "nvidia.com/device-plugin.config"},
-            [t for t in node["spec"].get("taints") or [] if t["key"] == "nvidia.com/gpu"],
-            {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith("gpufleet.io/")})
 
 
 def cordon(cp, name):

@@ -1,4 +1,4 @@
-"""Which ApplySets a run prunes, on a real control plane (tests/controlplane.py; KWOK stands in for the kubelets):
+"""Which ApplySets a run prunes, on a real control plane (tests/helpers/controlplane.py; KWOK stands in for the kubelets):
 only components whose role ran. A role that ran and renders a component no more (monitoring off, the device plugin
 disabled, an add-on mode that does not manage it) deletes what an earlier run applied of it, after --check listed
 it; a component whose role did not run at all (site.yml --tags provision) keeps everything, whatever the inventory
@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from test_site_render import recap, run_site
+from ansible_run import recap, run_site
 
 RECORDS = "gpufleet-system"
 GPU_HOSTS = ["a100-node-01.example.internal", "a100-node-02.example.internal", "l4-node-01.example.internal",

@@ -1,4 +1,4 @@
-"""GPU health remediation (playbooks/remediate.yml) on the real control plane (tests/controlplane.py).
+"""GPU health remediation (playbooks/remediate.yml) on the real control plane (tests/helpers/controlplane.py).
 
 The GPU nodes are KWOK nodes (STAND-INS for the kubelets): a GPU goes unhealthy the way the device plugin
 says so, by the Node's ``nvidia.com/gpu`` allocatable dropping below its capacity, written through the
@@ -16,16 +16,16 @@ import http.server
 import json
 import os
 import shutil
-import socket
 import subprocess
 import threading
 import time
 
 import pytest
 
-from test_site_render import recap, run_site
+from ansible_run import ROOT, recap, run_site
+from controlplane import free_port
+from cp_nodes import cluster_inventory
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "dcgm")
 TAINT = "gpufleet.io/gpu-unhealthy"
 RECORD = "gpufleet.io/gpu-remediation"
@@ -35,30 +35,16 @@ POOL = ("gpufleet_platform: kubeadm\ngpufleet_cluster_name: remediate\ngpufleet_
         "min_nodes: 2, max_nodes: 4}\n")
 
 
-def free_port():
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
-
-
 @pytest.fixture(scope="module")
 def cluster(control_plane, tmp_path_factory):
     cp = control_plane
     tmp = tmp_path_factory.mktemp("remediate")
     inv = tmp / "inv"
-    (inv / "group_vars" / "all").mkdir(parents=True)
-    (inv / "group_vars" / "all" / "gpufleet.yml").write_text(POOL)
     # the GPU hosts' SSH address is a closed port: remediation reads nvidia-smi on the hosts that answer, and
     # these do not (the cluster's and the metrics' evidence still count)
     port = free_port()
-    (inv / "hosts.yml").write_text(
-        "all:\n  children:\n    gpufleet_controller:\n      hosts:\n        localhost:\n"
-        "          ansible_connection: local\n          ansible_python_interpreter: \"{{ ansible_playbook_python }}\"\n"
-        "    gpu_nodes:\n      children:\n        gpu_pool_train:\n          hosts:\n"
-        + "".join("            %s: {gpufleet_node_name: gpu-%s, ansible_host: 127.0.0.1, ansible_port: %d}\n"
-                  % (h, h, port) for h in HOSTS))
+    cluster_inventory(inv, POOL, {"gpu_pool_train": {
+        h: {"gpufleet_node_name": "gpu-" + h, "ansible_host": "127.0.0.1", "ansible_port": port} for h in HOSTS}})
     for host in HOSTS:
         cp.add_node("gpu-" + host, gpu=2, labels={"gpufleet.io/pool": "train"},
                     taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])

@@ -1,5 +1,5 @@
 """Every example inventory's rendered tree, and `kubectl kustomize` of its GitOps tree, accepted by real
-API servers at both ends of the supported Kubernetes range (tests/controlplane.py, apiserver + etcd):
+API servers at both ends of the supported Kubernetes range (tests/helpers/controlplane.py, apiserver + etcd):
 - the newest minor (1.37): server-side apply for real, CRDs installed from ../shared/crds;
 - the oldest minor EKS or GKE still supports (1.32): the same trees with server-side dry-run.
 The GKE ComputeClass CRD in ../shared/crds predates `priorities[].gpu.gpuSharing` (GKE 1.35.2-gke.1485000);

@@ -1,4 +1,4 @@
-"""The rolling driver upgrade (playbooks/upgrade_driver.yml) on a real control plane (tests/controlplane.py).
+"""The rolling driver upgrade (playbooks/upgrade_driver.yml) on a real control plane (tests/helpers/controlplane.py).
 
 gpufleet's own add-ons run on the GPU nodes as they do in a cluster (provision + cluster stages: the device
 plugin and GFD pods mount an emptyDir), a user's Deployment runs there under a PodDisruptionBudget, and the
@@ -6,46 +6,27 @@ drain goes through the real Eviction API, with the real disruption controller co
 stands in for the kubelets. The GPU host itself is an SSH address where nothing listens (127.0.0.1, a
 closed port): the driver install meets an unreachable host, as when a node does not come back.
 """
-import re
-import socket
 import threading
 import time
 
 import pytest
 
-from test_site_render import recap, run_site
+from ansible_run import flat, recap, run_site
+from controlplane import free_port
+from cp_nodes import cluster_inventory
 
 POOL = ("gpufleet_platform: kubeadm\ngpufleet_cluster_name: upgrade\ngpufleet_addons_mode: standalone\n"
         "gpufleet_gpu_pools:\n  - {name: plain, gpu_type: l4, gpus_per_node: 1, node_group: gpu_pool_plain}\n"
         "dcgm_exporter_service_monitor: false\n")
 
 
-def closed_port():
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
-
-
-def flat(out):
-    return re.sub(r"\s+", " ", out)
-
-
 @pytest.fixture(scope="module")
 def fleet(control_plane, tmp_path_factory):
     cp = control_plane
     tmp = tmp_path_factory.mktemp("upgrade")
-    inv = tmp / "inv"
-    (inv / "group_vars" / "all").mkdir(parents=True)
-    (inv / "group_vars" / "all" / "gpufleet.yml").write_text(POOL)
-    port = closed_port()
-    (inv / "hosts.yml").write_text(
-        "all:\n  children:\n    gpufleet_controller:\n      hosts:\n        localhost:\n"
-        "          ansible_connection: local\n          ansible_python_interpreter: \"{{ ansible_playbook_python }}\"\n"
-        "    gpu_nodes:\n      children:\n        gpu_pool_plain:\n          hosts:\n"
-        + "".join("            %s: {gpufleet_node_name: gpu-%s, ansible_host: 127.0.0.1, ansible_port: %d}\n"
-                  % (h, h, port) for h in ("h1", "h2", "h3")))
+    port = free_port()  # nothing listens there
+    inv = cluster_inventory(tmp / "inv", POOL, {"gpu_pool_plain": {
+        h: {"gpufleet_node_name": "gpu-" + h, "ansible_host": "127.0.0.1", "ansible_port": port} for h in ("h1", "h2", "h3")}})
     for name in ("gpu-h1", "gpu-h2", "gpu-h3"):
         cp.add_node(name, gpu=1)
     extra = ["-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_kubeconfig=%s" % cp.kubeconfig]
@@ -60,7 +41,7 @@ def fleet(control_plane, tmp_path_factory):
                  and any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions") or [])]
         return len(pods) >= 6 and len(ready) == len(pods)
     cp.wait(addons_ready, 90, "the add-on DaemonSet pods Ready on the GPU nodes")
-    return cp, tmp, str(inv), extra
+    return cp, tmp, inv, extra
 
 
 def daemonset_pods_with_emptydir(cp, node):

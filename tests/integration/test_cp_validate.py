@@ -1,19 +1,14 @@
-"""The validate stage on a real control plane (tests/controlplane.py): the real Pod Security admission
+"""The validate stage on a real control plane (tests/helpers/controlplane.py): the real Pod Security admission
 (restricted) judges the smoke and metrics pods, the real Job controller and scheduler run them. KWOK stands
 in for the kubelet: it completes the Job pods, and leaves pods of the one image it is told cannot be
 pulled (controlplane.UNPULLABLE_IMAGE) in ImagePullBackOff, as a kubelet would.
 """
-import re
 import time
 
 import pytest
 
 from controlplane import UNPULLABLE_IMAGE
-from test_site_render import recap, run_site
-
-
-def flat(out):
-    return re.sub(r"\s+", " ", out)
+from ansible_run import flat, recap, run_site
 
 
 @pytest.fixture(scope="module")

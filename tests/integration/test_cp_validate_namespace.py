@@ -1,20 +1,15 @@
-"""Issue 30 item 5, the validate stage on a real control plane (tests/controlplane.py): the stage creates its own
+"""Issue 30 item 5, the validate stage on a real control plane (tests/helpers/controlplane.py): the stage creates its own
 namespace and deletes it with everything in it when it ends, so it refuses, before creating anything, a
 gpu_validate_namespace that exists and that it did not create (a user's namespace with the user's ConfigMap
 stays as it was), and reuses one an earlier run of the stage left behind (annotated gpufleet.io/created-by),
 deleting it at the end as always. KWOK stands in for the kubelet and completes the Job pods.
 """
-import re
 
 import pytest
 
-from test_site_render import run_site
+from ansible_run import flat, run_site
 
 USER_NS = "team-v"
-
-
-def flat(out):
-    return re.sub(r"\s+", " ", out)
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ check mode. No cluster exists here: the Kubernetes steps are covered by the logi
 import json
 import re
 
-from test_site_render import run_site
+from ansible_run import run_site
 
 
 def test_report_playbook_writes_the_three_files_in_render_mode(tmp_path):

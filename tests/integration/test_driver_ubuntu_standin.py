@@ -15,14 +15,12 @@ one is offered, nvidia_driver_state says what is pinned and held, second run cha
 """
 import json
 import os
-import sys
 
 import pytest
 
 from systemd_node import per_worker, converge, podman_inventory, remove, shell_of, standin_apt_node
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
 NODE = per_worker("gpufleet-i15-ubuntu-standin")
 OS_RELEASE = """PRETTY_NAME="Ubuntu 24.04.1 LTS (gpufleet STAND-IN)"
 NAME="Ubuntu"

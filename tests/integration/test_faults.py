@@ -12,17 +12,14 @@ nvidia_driver verifier + tests/unit/test_driver_packages.py).
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
 
+from ansible_run import CHECKOUT_PATHS, ROOT, ansible_env, popen, recap, run_playbook
 from systemd_node import (TOOLKIT_NEWER, TOOLKIT_PINNED, apt_install, boot, per_worker, podman, podman_inventory, remove,
                          shell_of, standin_toolkit_repo)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
 NODE = per_worker("gpufleet-faults-node")
 PLAYBOOK = os.path.join(ROOT, "tests", "integration", "playbooks", "toolkit.yml")
 HOLD_LOCK = ("import fcntl, sys, time\n"
@@ -61,23 +58,16 @@ def inventory(tmp_path_factory):
 
 
 def play(inventory, *extra, background=False):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"), ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"),
-               PATH=BIN + os.pathsep + os.environ["PATH"])
-    cmd = [os.path.join(BIN, "ansible-playbook"), PLAYBOOK, "-i", inventory]
-    for item in extra:
-        cmd += ["-e", item]
+    args = [PLAYBOOK, "-i", inventory] + [a for item in extra for a in ("-e", item)]
     if background:
-        return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                start_new_session=True)
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    return proc.returncode, re.sub(r"\s+", " ", proc.stdout + proc.stderr)
+        return popen("ansible-playbook", *args, start_new_session=True, env=ansible_env(**CHECKOUT_PATHS))
+    return run_playbook(*args, collapse=True, **CHECKOUT_PATHS)
 
 
 def recap_changed(out):
-    match = re.search(r"%s : ok=\d+ changed=(\d+) unreachable=0 failed=(\d+)" % NODE, out)
-    assert match, out[-2000:]
-    return int(match.group(1)), int(match.group(2))
+    counts = recap(out, NODE)
+    assert counts["unreachable"] == 0, out[-2000:]
+    return counts["changed"], counts["failed"]
 
 
 def test_repository_unreachable_fails_clearly_and_removes_nothing(inventory):

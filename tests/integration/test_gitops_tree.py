@@ -15,7 +15,7 @@ from controlplane import binary
 from crd_schema import assert_crs_valid
 from k8s_schema import assert_valid
 from prom_schema import assert_valid_prometheus
-from test_site_render import ROOT, recap, run_site
+from ansible_run import recap, run_site
 
 CORE = ("v1", "apps/v1", "node.k8s.io/v1", "rbac.authorization.k8s.io/v1", "scheduling.k8s.io/v1")
 CRDS = ("karpenter.sh/v1", "karpenter.k8s.aws/v1", "cloud.google.com/v1")

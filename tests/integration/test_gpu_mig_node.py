@@ -8,17 +8,13 @@ documented nvidia-smi formats; a containerd.service that only runs /bin/true, to
 """
 import json
 import os
-import re
-import subprocess
-import sys
 import time
 
 import pytest
 
+from ansible_run import CHECKOUT_PATHS, ROOT, recap, run_playbook
 from systemd_node import boot, per_worker, podman, podman_inventory, remove, shell_of
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
 NODE = per_worker("gpufleet-i28-mig")
 STATE = "/var/lib/nvidia-smi-standin/state.json"
 
@@ -61,15 +57,10 @@ def node(tmp_path_factory):
 
 def play(node, extra, *args):
     """(rc, changed count, output with whitespace collapsed) of the role with ``extra`` vars."""
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"),
-               PATH=BIN + os.pathsep + os.environ["PATH"])
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", node["inventory"], node["playbook"],
-                           "-e", json.dumps(extra)] + list(args), cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
-    out = re.sub(r"\s+", " ", proc.stdout + proc.stderr)
-    match = re.search(r"%s : ok=\d+ changed=(\d+)" % re.escape(NODE), out)
-    return proc.returncode, int(match.group(1)) if match else None, out
+    rc, out = run_playbook(node["playbook"], "-i", node["inventory"], "-e", json.dumps(extra), *args, collapse=True,
+                           **CHECKOUT_PATHS)
+    changed = recap(out, NODE)["changed"] if rc == 0 else None   # a failed run may end before the recap
+    return rc, changed, out
 
 
 def converged(node, extra, *args):

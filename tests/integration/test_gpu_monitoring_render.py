@@ -9,7 +9,7 @@ import yaml
 
 from k8s_schema import assert_valid
 from prom_schema import assert_valid_prometheus
-from test_site_render import recap, run_site
+from ansible_run import recap, run_site
 
 
 def test_dashboard_and_rules_render_apply_ready(tmp_path):

@@ -11,7 +11,6 @@ build for the kernel the next upgrade brings); with nvidia_driver_hold_kernel th
 what brings new kernels - are held, not the running kernel's versioned packages; second run changed=0.
 """
 import os
-import sys
 
 import pytest
 
@@ -20,7 +19,6 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_host import (
 from systemd_node import per_worker, converge, podman_inventory, remove, shell_of, standin_apt_node
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
 NODE = per_worker("gpufleet-i15-kernel")
 KERNEL = os.uname()[2]
 BUILD = r"""set -e

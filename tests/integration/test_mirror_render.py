@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from systemd_node import TOOLKIT_PINNED
-from test_site_render import ROOT, recap, run_site
+from ansible_run import ROOT, recap, run_site
 
 INVENTORIES = sorted(d for d in os.listdir(os.path.join(ROOT, "inventories"))
                      if os.path.isfile(os.path.join(ROOT, "inventories", d, "hosts.yml")))

@@ -14,18 +14,16 @@ host through the full stage, which repairs it; a changed input runs the stage.
 import json
 import os
 import re
-import socket
 import subprocess
-import sys
 
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp as ns
+from ansible_run import ROOT, ansible, recap as recap_of
+from controlplane import free_port
 from systemd_node import (DEBIAN12_DRIVER, DEBIAN12_DRIVER_PACKAGE, TOOLKIT_PINNED, apt_install, boot, node_stage_inventory,
                          per_worker, podman, remove, shell_of, standin_toolkit_repo)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
 NODE = per_worker("gpufleet-fastpath-node")
 STAMP = "/var/lib/gpufleet/node-stage.json"
 PIN = "/etc/apt/preferences.d/gpufleet-nvidia-driver.pref"
@@ -33,12 +31,6 @@ UDEV = "/etc/udev/rules.d/71-nvidia-dev-char.rules"
 
 
 sh = shell_of(NODE)   # a shell command in the node container
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -63,21 +55,19 @@ def work(tmp_path_factory):
     remove(NODE)
 
 
-def env(work, json_out=False):
-    result = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-                  ANSIBLE_SSH_CONTROL_PATH_DIR=str(work["dir"] / "cp"), PATH=BIN + os.pathsep + os.environ["PATH"])
-    if json_out:
-        result["ANSIBLE_STDOUT_CALLBACK"] = "ansible.posix.json"
-    return result
+def env(work, **extra):
+    """The SSH connection's control sockets under the test's folder (shared by the runs of one node)."""
+    return dict(extra, ANSIBLE_SSH_CONTROL_PATH_DIR=str(work["dir"] / "cp"))
 
 
 def stage(work, *extra, json_out=False, check=False):
-    cmd = [os.path.join(BIN, "ansible-playbook"), os.path.join(ROOT, "playbooks", "nodes.yml"), "-i", work["inventory"]]
+    cmd = [os.path.join(ROOT, "playbooks", "nodes.yml"), "-i", work["inventory"]]
     for item in extra:
         cmd += ["-e", item]
     if check:
         cmd += ["--check", "--diff"]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env(work, json_out), capture_output=True, text=True, timeout=900)
+    proc = ansible("ansible-playbook", *cmd, timeout=900,
+                   **env(work, **({"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json"} if json_out else {})))
     if json_out:
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
         return json.loads(proc.stdout[proc.stdout.index("{"):])
@@ -85,9 +75,10 @@ def stage(work, *extra, json_out=False, check=False):
 
 
 def recap(out):
-    match = re.search(r"%s : ok=(\d+) changed=(\d+) unreachable=0 failed=(\d+)" % NODE, out)
-    assert match, out[-3000:]
-    return tuple(int(g) for g in match.groups())
+    """(ok, changed, failed) of the node; it must have been reachable."""
+    counts = recap_of(out, NODE)
+    assert counts["unreachable"] == 0, out[-3000:]
+    return counts["ok"], counts["changed"], counts["failed"]
 
 
 def stamp():
@@ -97,9 +88,8 @@ def stamp():
 def check_now(work, recorded):
     """The module alone, with the recorded inputs and watch: differences in state only."""
     args = json.dumps({"state": "check", "inputs": recorded["inputs"], "watch": recorded["watch"]})
-    proc = subprocess.run([os.path.join(BIN, "ansible"), NODE, "-i", work["inventory"], "-m", "gpufleet.k8s.node_stamp",
-                           "-a", args], cwd=ROOT, env=dict(env(work), ANSIBLE_CALLBACK_RESULT_FORMAT="json"),
-                          capture_output=True, text=True, timeout=120)
+    proc = ansible("ansible", NODE, "-i", work["inventory"], "-m", "gpufleet.k8s.node_stamp", "-a", args, timeout=120,
+                   **env(work, ANSIBLE_CALLBACK_RESULT_FORMAT="json"))
     assert proc.returncode == 0, proc.stdout[-3000:]
     result = json.loads(proc.stdout[proc.stdout.index("{"):])
     return result["converged"], result["reasons"]

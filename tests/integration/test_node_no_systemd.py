@@ -12,18 +12,15 @@ issue 15. No GPU here: the GPU side of that VM is covered by the recorded nvidia
 """
 import json
 import os
-import re
 import subprocess
-import sys
 
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.filter.nvidia_driver import nvidia_driver_container
+from ansible_run import CHECKOUT_PATHS, ROOT, ansible, flat, recap
 from systemd_node import (per_worker, DEBIAN12_DRIVER, apt_install, node_stage_inventory, podman, remove, shell_of, start,
                          standin_toolkit_repo)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
 NODE = per_worker("gpufleet-i15-nosystemd")
 PROBE = os.path.join(ROOT, "roles", "nvidia_driver", "files", "probe.sh")
 # Everything the stage could change: files under /etc and /var/lib/gpufleet, and the package database.
@@ -51,12 +48,6 @@ def node(tmp_path_factory):
     remove(NODE)
 
 
-def env():
-    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"),
-                PATH=BIN + os.pathsep + os.environ["PATH"])
-
-
 def test_the_container_really_has_no_systemd_as_pid1(node):
     assert sh("cat /proc/1/comm").stdout.strip() == "sleep"
     assert sh("test -d /run/systemd/system", check=False).returncode != 0
@@ -70,10 +61,9 @@ def test_node_stamp_answers_no_service_manager(node):
             "watch": {"paths": ["/etc/apt"], "packages": ["containerd*"],
                       "services": ["containerd.service", "nvidia-persistenced.service"]}}
     for state in ("present", "check"):
-        proc = subprocess.run([os.path.join(BIN, "ansible"), NODE, "-i", node["inventory"], "-m", "gpufleet.k8s.node_stamp",
-                               "-a", json.dumps(dict(args, state=state))],
-                              cwd=ROOT, env=dict(env(), ANSIBLE_CALLBACK_RESULT_FORMAT="json"),
-                              capture_output=True, text=True, timeout=120)
+        proc = ansible("ansible", NODE, "-i", node["inventory"], "-m", "gpufleet.k8s.node_stamp",
+                       "-a", json.dumps(dict(args, state=state)), timeout=120,
+                       ANSIBLE_CALLBACK_RESULT_FORMAT="json", **CHECKOUT_PATHS)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     result = json.loads(proc.stdout[proc.stdout.index("{"):])
     assert (result["converged"], result["reasons"]) == (True, [])
@@ -99,13 +89,12 @@ def test_probe_tells_a_vm_built_from_an_image_from_a_container(node):
 def test_nodes_yml_runs_to_the_end_in_check_mode_and_changes_nothing(node):
     """Acceptance of issue 15: nodes.yml --check --diff to the end on a Debian host without systemd as PID 1."""
     before = sh(SNAPSHOT).stdout
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), os.path.join(ROOT, "playbooks", "nodes.yml"),
-                           "-i", node["inventory"], "--check", "--diff"],
-                          cwd=ROOT, env=env(), capture_output=True, text=True, timeout=900)
-    out = re.sub(r"\s+", " ", proc.stdout + proc.stderr)
+    proc = ansible("ansible-playbook", os.path.join(ROOT, "playbooks", "nodes.yml"), "-i", node["inventory"],
+                   "--check", "--diff", timeout=900, **CHECKOUT_PATHS)
+    out = flat(proc.stdout + proc.stderr)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
-    match = re.search(r"%s : ok=(\d+) changed=(\d+) unreachable=0 failed=(\d+)" % NODE, out)
-    assert match and match.group(3) == "0", out[-3000:]
+    counts = recap(out, NODE)
+    assert (counts["unreachable"], counts["failed"]) == (0, 0), out[-3000:]
     # the last task (the stamp) ran: the play was not cut short
     assert "TASK [Record the converged state of this host (none while a reboot is pending)]" in proc.stdout
     assert "containerd: not restarted, this host has no running service manager (PID 1 is sleep" in out

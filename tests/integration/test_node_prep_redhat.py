@@ -12,38 +12,14 @@ blacklisted and dracut run once through the handler, check mode changes nothing,
 reports changed=0.
 """
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
-from systemd_node import per_worker, apt_install, converge, podman, podman_inventory, remove, shell_of, start
+from ansible_run import ansible
+from systemd_node import converge, per_worker, podman_inventory, remove, rocky_standin, shell_of
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
 NODE = per_worker("gpufleet-i15-rocky-standin")
-OS_RELEASE = """NAME="Rocky Linux"
-VERSION="9.4 (Blue Onyx)"
-ID="rocky"
-ID_LIKE="rhel centos fedora"
-VERSION_ID="9.4"
-PLATFORM_ID="platform:el9"
-PRETTY_NAME="Rocky Linux 9.4 (Blue Onyx) - gpufleet STAND-IN on a Debian userland"
-"""
-ROCKY_REPO = """[baseos]
-name=Rocky 9 BaseOS (gpufleet stand-in)
-baseurl=file:///srv/rpm/baseos
-enabled=1
-gpgcheck=0
-
-[crb]
-name=Rocky 9 CRB (gpufleet stand-in)
-baseurl=file:///srv/rpm/crb
-enabled=0
-gpgcheck=0
-"""
 STATE = ("rpm -qa | sort; dnf -q repolist --all 2>/dev/null | sort; cat /var/log/gpufleet-standin-dracut.log 2>/dev/null;"
          " find /etc -xdev -type f 2>/dev/null | sort | xargs -r sha256sum")
 
@@ -54,13 +30,7 @@ sh = shell_of(NODE)   # a shell command in the node container
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
     work = tmp_path_factory.mktemp("rocky")
-    start(NODE, "--hostname", NODE)
-    sh(apt_install("dnf", "rpm", "createrepo-c", "python3-dnf", "dnf-plugins-core", "file") + " 2>&1")
-    podman("cp", os.path.join(ROOT, "tests", "standin", "build-el-standin-repos.sh"), NODE + ":/usr/local/bin/")
-    sh("build-el-standin-repos.sh /srv/rpm")
-    sh("cat > /etc/os-release <<'EOF'\n%sEOF\necho 'Rocky Linux release 9.4 (Blue Onyx)' > /etc/redhat-release;"
-       " mkdir -p /etc/yum.repos.d /etc/dnf/vars && echo 9 > /etc/dnf/vars/releasever;"
-       " cat > /etc/yum.repos.d/rocky.repo <<'EOF'\n%sEOF\n" % (OS_RELEASE, ROCKY_REPO))
+    rocky_standin(NODE)
     inv = podman_inventory(work / "hosts.yml", NODE)
     playbook = work / "prep.yml"
     playbook.write_text("- name: Prepare the node\n  hosts: all\n  gather_facts: false\n  roles: [gpu_node_prep]\n")
@@ -73,9 +43,8 @@ def play(node, *args):
 
 
 def test_ansible_sees_a_rocky_9_host(node):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_CALLBACK_RESULT_FORMAT="json")
-    proc = subprocess.run([os.path.join(BIN, "ansible"), NODE, "-i", node["inventory"], "-m", "ansible.builtin.setup",
-                           "-a", "gather_subset=min"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    proc = ansible("ansible", NODE, "-i", node["inventory"], "-m", "ansible.builtin.setup", "-a", "gather_subset=min",
+                   timeout=120, ANSIBLE_CALLBACK_RESULT_FORMAT="json")
     facts = json.loads(proc.stdout[proc.stdout.index("{"):])["ansible_facts"]
     assert (facts["ansible_distribution"], facts["ansible_distribution_major_version"], facts["ansible_os_family"]) == (
         "Rocky", "9", "RedHat")

@@ -15,7 +15,7 @@ from crd_schema import assert_crs_valid
 from k8s_schema import assert_valid
 from nap_schema import check_nap
 from render_cache import rendered_site
-from test_site_render import recap, run_site
+from ansible_run import recap, run_site
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORE_APIS = ("v1", "apps/v1", "batch/v1", "node.k8s.io/v1", "scheduling.k8s.io/v1", "rbac.authorization.k8s.io/v1")

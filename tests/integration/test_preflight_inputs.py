@@ -9,7 +9,7 @@ import shutil
 import yaml
 
 from frozen import TODAY_VARS
-from test_site_render import run_site
+from ansible_run import run_site
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BAD_INPUT_INVENTORY = os.path.join(ROOT, "tests", "integration", "inventories", "bad_input")

@@ -13,14 +13,10 @@ import os
 import pytest
 import yaml
 
-from render_cache import rendered_site
+from render_cache import RENDERS, rendered_site
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ALLOWLIST = os.path.join(ROOT, "tests", "fixtures", "rbac", "allowlist.yml")
-RENDERS = [(name, "inventories/" + name, ()) for name in sorted(os.listdir(os.path.join(ROOT, "inventories")))] + [
-    (name, "tests/integration/inventories/" + name, ("-e", "gpufleet_apply=false"))
-    for name in sorted(os.listdir(os.path.join(ROOT, "tests", "integration", "inventories")))] + [
-    ("example with NFD", "inventories/example", ("-e", "nvidia_device_plugin_nfd_enabled=true"))]
 ROLE_KINDS = ("Role", "ClusterRole")
 BINDING_KINDS = ("RoleBinding", "ClusterRoleBinding")
 

@@ -22,19 +22,16 @@ import gzip
 import hashlib
 import http.server
 import os
-import re
 import shutil
 import subprocess
-import sys
 import threading
 
 import pytest
 
+from ansible_run import CHECKOUT_PATHS, ROOT, run_playbook
 from systemd_node import (TOOLKIT_PINNED, apt_install, boot, per_worker, podman, podman_inventory, remove,
                           shell_of, standin_toolkit_repo)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
 NODE = per_worker("gpufleet-repokey-node")
 PLAYBOOK = os.path.join(ROOT, "tests", "integration", "playbooks", "toolkit.yml")
 NVIDIA_TOOLKIT_FPR = "C95B321B61E88C1809C4F759DDCAE044F796ECB0"
@@ -122,12 +119,7 @@ def play(site, playbook=PLAYBOOK, **host_vars):
     inventory = podman_inventory(site["work"] / "hosts.yml", NODE, nvidia_container_toolkit_repo_url="file:/srv/repo",
                                  nvidia_container_toolkit_repo_suite="./",
                                  nvidia_container_toolkit_repo_key_url=site["url"], **host_vars)
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"), ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"),
-               PATH=BIN + os.pathsep + os.environ["PATH"])
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), str(playbook), "-i", inventory], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
-    return proc.returncode, re.sub(r"\s+", " ", proc.stdout + proc.stderr)
+    return run_playbook(playbook, "-i", inventory, collapse=True, **CHECKOUT_PATHS)
 
 
 def etc_apt():

@@ -2,41 +2,13 @@
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import yaml
 
+from ansible_run import manifests, recap, run_site
 from k8s_schema import assert_valid
 from render_cache import private_copy, rendered_site
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
-
-
-def run_site(build_dir, *extra, playbook="site.yml", inventory="inventories/example"):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_FORCE_COLOR="0", PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
-    cmd = [os.path.join(BIN, "ansible-playbook"), playbook, "-i", inventory,
-           "-e", "gpufleet_build_dir=%s" % build_dir] + list(extra)
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    return proc.returncode, proc.stdout + proc.stderr
-
-
-def recap(output):
-    match = re.search(r"localhost\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", output)
-    assert match, output[-2000:]
-    return {k: int(v) for k, v in zip(("ok", "changed", "unreachable", "failed"), match.groups())}
-
-
-def manifests(build_dir):
-    out = []
-    for dirpath, _dirs, files in os.walk(build_dir):
-        for name in sorted(files):
-            if name.endswith(".yaml"):
-                out.append(os.path.join(dirpath, name))
-    return sorted(out)
 
 
 @pytest.fixture(scope="module")

@@ -15,72 +15,10 @@ from hypothesis import strategies as st
 from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_toml as ctoml
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils._vendor import tomlkit
+from containerd_configs import user_configs
 
 ROOT = "/etc/containerd/config.toml"
 DROPIN = "/etc/containerd/conf.d/99-nvidia.toml"
-
-names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=2, max_size=8)
-comment_text = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ,.:-=[]\"'#", min_size=0, max_size=30)
-
-
-@st.composite
-def user_configs(draw):
-    version = draw(st.sampled_from([1, 2, 3, 4]))
-    cri = ".".join('"%s"' % k if "." in k else k for k in ctoml.cri_path(version))
-    indent = draw(st.sampled_from(["", "  ", "    "]))
-    lines = []
-
-    def comment():
-        if draw(st.booleans()):
-            lines.append("# " + draw(comment_text))
-
-    comment()
-    if version > 1:
-        lines.append("version = %d" % version)
-    if draw(st.booleans()):
-        lines.append("oom_score = %d  # %s" % (draw(st.integers(-999, 0)), draw(comment_text)))
-    if draw(st.booleans()):
-        lines.append('imports = ["/etc/containerd/site.d/*.toml"]')
-    lines.append("")
-    comment()
-    lines.append("[%s]" % cri)
-    lines.append('%ssandbox_image = "registry.example/pause:%d"' % (indent, draw(st.integers(1, 9))))
-    comment()
-    default = draw(st.sampled_from(["runc", "runc", "crun", None]))
-    runtimes = draw(st.lists(names.filter(lambda n: n not in ("runc", "nvidia", "crun")), max_size=3, unique=True))
-    has_runc = draw(st.booleans()) or default == "crun"
-    lines.append("[%s.containerd]" % cri)
-    if default:
-        lines.append('%sdefault_runtime_name = "%s"' % (indent, default))
-    if default == "crun":
-        lines.append("[%s.containerd.runtimes.crun]" % cri)
-        lines.append('%sruntime_type = "io.containerd.runc.v2"' % (indent * 2))
-        lines.append("[%s.containerd.runtimes.crun.options]" % cri)
-        lines.append('%sBinaryName = "/usr/bin/crun"' % (indent * 3))
-    if has_runc:
-        lines.append("%s[%s.containerd.runtimes.runc]" % (indent, cri))
-        comment()
-        lines.append('%sruntime_type = "io.containerd.runc.v2"' % (indent * 2))
-        if draw(st.booleans()):
-            lines.append("%s[%s.containerd.runtimes.runc.options]" % (indent, cri))
-            lines.append("%sSystemdCgroup = %s" % (indent * 3, draw(st.sampled_from(["true", "false"]))))
-    for name in runtimes:
-        lines.append("%s[%s.containerd.runtimes.%s]" % (indent, cri, name))
-        lines.append('%sruntime_type = "io.containerd.%s.v2"  # %s' % (indent * 2, name, draw(comment_text)))
-    for host in draw(st.lists(names, max_size=2, unique=True)):
-        comment()
-        if version <= 2:
-            lines.append('%s[%s.registry.mirrors."%s.example"]' % (indent, cri, host))
-            lines.append('%sendpoint = ["https://%s.mirror.internal"]' % (indent * 2, host))
-        else:
-            lines.append('%s[plugins."io.containerd.cri.v1.images".registry.mirrors."%s.example"]' % (indent, host))
-            lines.append('%sendpoint = ["https://%s.mirror.internal"]' % (indent * 2, host))
-    if draw(st.booleans()):
-        lines.append("")
-        lines.append("[metrics]")
-        lines.append('  address = "127.0.0.1:%d"' % draw(st.integers(1024, 65000)))
-    comment()
-    return version, "\n".join(lines) + "\n"
 
 
 def strip_ours(data, version, had_default_runtime, default_name):

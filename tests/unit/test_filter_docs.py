@@ -5,14 +5,14 @@ import importlib
 import inspect
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
+from ansible_run import CHECKOUT_PATHS, ansible
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FILTER_DIR = os.path.join(ROOT, "collections", "ansible_collections", "gpufleet", "k8s", "plugins", "filter")
-ANSIBLE_DOC = os.path.join(os.path.dirname(sys.executable), "ansible-doc")
 
 
 def _filters():
@@ -30,8 +30,7 @@ FILTERS = _filters()
 
 
 def _doc(*args):
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1")
-    return subprocess.run([ANSIBLE_DOC, "-t", "filter"] + list(args), capture_output=True, text=True, env=env)
+    return ansible("ansible-doc", "-t", "filter", *args, ANSIBLE_COLLECTIONS_PATH=CHECKOUT_PATHS["ANSIBLE_COLLECTIONS_PATH"])
 
 
 @pytest.fixture(scope="module")

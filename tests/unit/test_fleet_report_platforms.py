@@ -2,31 +2,8 @@
 (tests/fixtures/report/{eks,gke,mig}; no cluster or Prometheus here) with the inventories' real
 pools: nodes mapped to pools on every platform, drivers from GFD labels, MIG-aware utilisation,
 idle GPU-hours and cost, driver skew, pools with 0 schedulable GPUs, the timestamp."""
-import json
-import os
-
-import yaml
-
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet_report import build_report, render_files
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FIX = os.path.join(ROOT, "tests", "fixtures", "report")
-
-
-def plan_of(inventory, platform):
-    with open(os.path.join(ROOT, "inventories", inventory, "group_vars", "all", "gpufleet.yml")) as handle:
-        data = yaml.safe_load(handle)
-    return {"cluster_name": data["gpufleet_cluster_name"], "platform": platform,
-            "pools": normalize_pools(data["gpufleet_gpu_pools"])}
-
-
-def live(case, plan, **kw):
-    def load(name):
-        with open(os.path.join(FIX, case, name)) as handle:
-            return json.load(handle)
-    return build_report(plan, nodes=load("nodes.json")["items"], pods=load("pods.json")["items"],
-                        utilisation=load("prometheus.json"), **kw)
+from report_fixtures import live, plan_of
 
 
 def by_pool(report):

@@ -1,27 +1,21 @@
 """The gpufleet.k8s.inputs lookup: the one sweep of set inputs (prefixes from the argument specs),
 through real ansible runs, and its documentation through the real ansible-doc."""
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.lookup.inputs import select
 from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
+from ansible_run import CHECKOUT_PATHS, ansible, ansible_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
-ENV = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1",
-           ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_LOCALHOST_WARNING="0",
-           ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_CALLBACK_RESULT_FORMAT="json")
+ENV = ansible_env(ANSIBLE_COLLECTIONS_PATH=CHECKOUT_PATHS["ANSIBLE_COLLECTIONS_PATH"], ANSIBLE_LOCALHOST_WARNING="0",
+                  ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_CALLBACK_RESULT_FORMAT="json")
 
 
 def lookup(expression, **extra):
     """The value of ``expression`` in a real ansible run on localhost, with ``extra`` as extra vars."""
-    cmd = [os.path.join(BIN, "ansible"), "localhost", "-i", "localhost,", "-c", "local", "-m", "ansible.builtin.debug",
-           "-a", "var=__probe", "-e", json.dumps(dict(extra, __probe=expression))]
-    proc = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
+    proc = ansible("ansible", "localhost", "-i", "localhost,", "-c", "local", "-m", "ansible.builtin.debug",
+                   "-a", "var=__probe", "-e", json.dumps(dict(extra, __probe=expression)), env=ENV, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return json.loads(proc.stdout.split("=>", 1)[1])["__probe"]
 
@@ -70,16 +64,14 @@ def test_defaults_fill_in_the_unset_options_from_the_spec():
 
 
 def test_an_unknown_role_is_refused_with_the_known_ones():
-    cmd = [os.path.join(BIN, "ansible"), "localhost", "-i", "localhost,", "-c", "local", "-m", "ansible.builtin.debug",
-           "-a", "msg={{ lookup('gpufleet.k8s.inputs', 'gpu_poolz') }}"]
-    proc = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
+    proc = ansible("ansible", "localhost", "-i", "localhost,", "-c", "local", "-m", "ansible.builtin.debug",
+                   "-a", "msg={{ lookup('gpufleet.k8s.inputs', 'gpu_poolz') }}", env=ENV, timeout=120)
     assert proc.returncode != 0
     assert "unknown role(s) gpu_poolz" in proc.stdout + proc.stderr and "gpu_pools" in proc.stdout + proc.stderr
 
 
 def test_ansible_doc_renders_the_lookup():
-    proc = subprocess.run([os.path.join(BIN, "ansible-doc"), "-t", "lookup", "gpufleet.k8s.inputs"],
-                          env=ENV, capture_output=True, text=True, timeout=120)
+    proc = ansible("ansible-doc", "-t", "lookup", "gpufleet.k8s.inputs", env=ENV, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "defaults" in proc.stdout and "RETURN" in proc.stdout.upper()
 

@@ -1,7 +1,7 @@
 """Labels and taints gpufleet owns on Nodes (module_utils/node_ownership.py): the read-modify-write
 that keeps everyone else's taints, ownership recorded on the Node, never a Node created or deleted.
 
-tests/k8s_fake.py stands in for the API server's merge-patch and resourceVersion
+tests/helpers/k8s_fake.py stands in for the API server's merge-patch and resourceVersion
 rules, over Nodes in the shape the v1.28 API returns them (tests/fixtures/k8s/nodes.json)."""
 import copy
 import json

@@ -5,7 +5,7 @@ retries, not a loop; a malformed ownership record is refused naming the Node; ``
 also after a re-read; every bad host is reported, not the first.
 
 The Nodes here are built by hand in the API's shape (metadata.labels/annotations/resourceVersion/
-managedFields, spec.taints); tests/k8s_fake.py applies the merge patches as the API server does and
+managedFields, spec.taints); tests/helpers/k8s_fake.py applies the merge patches as the API server does and
 refuses a stale resourceVersion with 409."""
 import json
 

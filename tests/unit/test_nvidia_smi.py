@@ -6,12 +6,12 @@ are real recordings from the Debian nvidia-smi package in a podman container.
 """
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_run import CHECKOUT_PATHS, ansible
 from ansible_collections.gpufleet.k8s.plugins.module_utils.nvidia_smi import (
     NvidiaSmiParseError, arch_for_device_id, classify_failure, gpu_info, loaded_modules, parse_smi_xml, scan_pci)
 
@@ -258,15 +258,12 @@ def _run_module(tmp_path, smi_stdout, smi_rc, listing, check=False):
     smi.write_text("#!/bin/sh\necho \"$*\" >> %s\ncat %s\nexit %d\n" % (calls, out_file, smi_rc))
     smi.chmod(0o755)
     sysfs = make_sysfs(tmp_path, listing)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"),
-               ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
-               ANSIBLE_STDOUT_CALLBACK="json", ANSIBLE_NOCOLOR="1")
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-i", "localhost,", "-c", "local",
-           "-e", "ansible_python_interpreter=%s" % sys.executable,
+    cmd = ["localhost", "-i", "localhost,", "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable,
            "-m", "gpufleet.k8s.nvidia_gpu_info", "-a", "nvidia_smi_path=%s pci_devices_dir=%s" % (smi, sysfs)]
     if check:
         cmd.append("--check")
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, check=False)
+    proc = ansible("ansible", *cmd, ANSIBLE_COLLECTIONS_PATH=CHECKOUT_PATHS["ANSIBLE_COLLECTIONS_PATH"],
+                   ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
     return result, calls.read_text().splitlines()

@@ -3,13 +3,9 @@ that may be templates) gives what the item-by-item path gives, templates are sti
 untrusted strings (facts) are still not. Runs a real ansible-playbook with a probe filter that
 converts its argument both ways."""
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
+from ansible_run import CHECKOUT_PATHS, ansible
 
 PROBE = '''
 from ansible_collections.gpufleet.k8s.plugins.module_utils import plain as P
@@ -74,12 +70,10 @@ def _run(tmp_path):
     (tmp_path / "filter_plugins").mkdir()
     (tmp_path / "filter_plugins" / "probe.py").write_text(PROBE)
     (tmp_path / "play.yml").write_text(textwrap.dedent(PLAYBOOK))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_LOCALHOST_WARNING="0",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-               ANSIBLE_CALLBACKS_ENABLED="gpufleet.k8s.preload_filters")
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local", "play.yml"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    proc = ansible("ansible-playbook", "-i", "localhost,", "-c", "local", "play.yml", cwd=tmp_path, timeout=120,
+                   ANSIBLE_COLLECTIONS_PATH=CHECKOUT_PATHS["ANSIBLE_COLLECTIONS_PATH"], ANSIBLE_LOCALHOST_WARNING="0",
+                   ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+                   ANSIBLE_CALLBACKS_ENABLED="gpufleet.k8s.preload_filters")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     plays = json.loads(proc.stdout)["plays"][0]["tasks"]
     return [task["hosts"]["localhost"]["msg"] for task in plays[1:]]

@@ -10,10 +10,10 @@ import textwrap
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COLLECTIONS = os.path.join(ROOT, "collections")
+from ansible_run import CHECKOUT_PATHS, ROOT, ansible, ansible_env
+
+COLLECTIONS = CHECKOUT_PATHS["ANSIBLE_COLLECTIONS_PATH"]
 FILTER_DIR = os.path.join(COLLECTIONS, "ansible_collections", "gpufleet", "k8s", "plugins", "filter")
-BIN = os.path.dirname(sys.executable)
 PLAYBOOK = """
 - name: Three tasks that use gpufleet filters from two filter files
   hosts: localhost
@@ -33,10 +33,7 @@ PLAYBOOK = """
 
 
 def _env(**extra):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
-               ANSIBLE_NOCOLOR="1", PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
-    env.update(extra)
-    return env
+    return ansible_env(ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, **extra)
 
 
 def test_preload_loads_every_filter_file_of_the_collection():
@@ -66,9 +63,8 @@ def _uncached_loads(callbacks, tmp_path):
     book = tmp_path / "probe.yml"
     book.write_text(PLAYBOOK)
     env = _env(ANSIBLE_CALLBACKS_ENABLED=callbacks, ANSIBLE_DEBUG="1")
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-e", "ansible_connection=local",
-                           "-e", "ansible_python_interpreter=" + sys.executable, str(book)],
-                          capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    proc = ansible("ansible-playbook", "-i", "localhost,", "-e", "ansible_connection=local",
+                   "-e", "ansible_python_interpreter=" + sys.executable, book, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     loads = {}
     for line in proc.stdout.splitlines() + proc.stderr.splitlines():
@@ -99,8 +95,7 @@ def test_ansible_cfg_enables_the_callback():
 
 
 def test_callback_is_documented():
-    proc = subprocess.run([os.path.join(BIN, "ansible-doc"), "-t", "callback", "gpufleet.k8s.preload_filters"],
-                          capture_output=True, text=True, env=_env())
+    proc = ansible("ansible-doc", "-t", "callback", "gpufleet.k8s.preload_filters", env=_env())
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())
     assert "compiled once per run" in text

@@ -10,7 +10,7 @@ import zlib
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet_report import build_report, render_files
-from test_fleet_report_platforms import live, plan_of
+from report_fixtures import live, plan_of
 
 BLUE = (0x25, 0x63, 0xeb)     # GPUs per pool
 ORANGE = (0xd9, 0x77, 0x06)   # utilisation

@@ -2,7 +2,7 @@
 add-on settings, and verdicts that end the wait at the first real cause.
 
 The Job/Pod/Event objects are in the shape the API returns them (tests/fixtures/k8s/validate_jobs.json);
-the Pod Security check is tests/pod_security.py (the documented "restricted" rules; no API server here)."""
+the Pod Security check is tests/helpers/pod_security.py (the documented "restricted" rules; no API server here)."""
 import json
 import os
 

@@ -1,15 +1,16 @@
-"""A real Debian systemd container for the integration tests (podman, images from scripts/harness-setup.sh)."""
+"""The node containers of the integration tests (podman, images from scripts/harness-setup.sh): a real Debian
+12/13 with systemd as PID 1 (boot), one without systemd (start), and STAND-INS for what cannot be obtained
+here, built on Debian: a Rocky Linux 9 host (rocky_standin), a local toolkit apt repository."""
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
-import sys
 import time
 
+from ansible_run import CHECKOUT_PATHS, ROOT, recap, run_playbook
+
 DEBIAN12 = "localhost/gpufleet-debian:12"
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _standin_versions():
@@ -36,8 +37,7 @@ DEBIAN12_DRIVER_PACKAGE = DEBIAN12_DRIVER + "-1"
 def per_worker(name):
     """``name`` made unique per checkout and per pytest-xdist worker: two clones tested at once, or
     two workers of one run, each boot their own container instead of removing each other's."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    tag = hashlib.sha256(root.encode()).hexdigest()[:6]
+    tag = hashlib.sha256(ROOT.encode()).hexdigest()[:6]
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     return "-".join([name, tag] + ([worker] if worker else []))
 
@@ -94,6 +94,43 @@ def standin_apt_node(name, build):
     shell(name, build)
 
 
+# The RHEL-family STAND-IN (no RHEL-family image can be obtained here): a Debian 12 container whose
+# /etc/os-release and /etc/redhat-release name Rocky Linux 9.4, with Debian's real rpm and dnf, and the
+# BaseOS, CRB and EPEL repositories built by tests/standin/build-el-standin-repos.sh (real package names,
+# stand-in contents) under /srv/rpm.
+ROCKY_OS_RELEASE = """NAME="Rocky Linux"
+VERSION="9.4 (Blue Onyx)"
+ID="rocky"
+ID_LIKE="rhel centos fedora"
+VERSION_ID="9.4"
+PLATFORM_ID="platform:el9"
+PRETTY_NAME="Rocky Linux 9.4 (Blue Onyx) - gpufleet STAND-IN on a Debian userland"
+"""
+ROCKY_REPO = """[baseos]
+name=Rocky 9 BaseOS (gpufleet stand-in)
+baseurl=file:///srv/rpm/baseos
+enabled=1
+gpgcheck=0
+
+[crb]
+name=Rocky 9 CRB (gpufleet stand-in)
+baseurl=file:///srv/rpm/crb
+enabled=0
+gpgcheck=0
+"""
+
+
+def rocky_standin(name):
+    """Start ``name`` fresh as the Rocky Linux 9 STAND-IN (see ROCKY_OS_RELEASE above; no systemd as PID 1)."""
+    start(name, "--hostname", name)
+    shell(name, apt_install("dnf", "rpm", "createrepo-c", "python3-dnf", "dnf-plugins-core", "file") + " 2>&1")
+    podman("cp", os.path.join(ROOT, "tests", "standin", "build-el-standin-repos.sh"), name + ":/usr/local/bin/")
+    shell(name, "build-el-standin-repos.sh /srv/rpm")
+    shell(name, "cat > /etc/os-release <<'EOF'\n%sEOF\necho 'Rocky Linux release 9.4 (Blue Onyx)' > /etc/redhat-release;"
+          " mkdir -p /etc/yum.repos.d /etc/dnf/vars && echo 9 > /etc/dnf/vars/releasever;"
+          " cat > /etc/yum.repos.d/rocky.repo <<'EOF'\n%sEOF\n" % (ROCKY_OS_RELEASE, ROCKY_REPO))
+
+
 def _host_vars(host_vars, indent):
     return "".join("%s%s: %s\n" % (" " * indent, key, json.dumps(value)) for key, value in host_vars.items())
 
@@ -143,8 +180,7 @@ def standin_toolkit_repo(path):
     """The local apt repository standing in for NVIDIA's unreachable toolkit repository (real package
     names; versions TOOLKIT_OLDER, TOOLKIT_PINNED and TOOLKIT_NEWER; see
     molecule/nvidia_container_toolkit/files/build-standin-repo.sh)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    subprocess.run([os.path.join(root, "molecule", "nvidia_container_toolkit", "files", "build-standin-repo.sh"), str(path)],
+    subprocess.run([os.path.join(ROOT, "molecule", "nvidia_container_toolkit", "files", "build-standin-repo.sh"), str(path)],
                    check=True, capture_output=True)
     return str(path)
 
@@ -152,15 +188,8 @@ def standin_toolkit_repo(path):
 def converge(inventory, playbook, host, *args, timeout=600):
     """Run the real ansible-playbook of this checkout on ``playbook`` against ``inventory``; it must
     succeed. Returns (changed count of ``host`` from the recap, the output with whitespace collapsed)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    bindir = os.path.dirname(sys.executable)
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(root, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(root, "collections"), ANSIBLE_ROLES_PATH=os.path.join(root, "roles"),
-               PATH=bindir + os.pathsep + os.environ["PATH"])
-    proc = subprocess.run([os.path.join(bindir, "ansible-playbook"), "-i", inventory, playbook] + list(args),
-                          cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
-    out = re.sub(r"\s+", " ", proc.stdout + proc.stderr)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    match = re.search(r"%s : ok=\d+ changed=(\d+) unreachable=0 failed=0" % re.escape(host), out)
-    assert match, out[-3000:]
-    return int(match.group(1)), out
+    rc, out = run_playbook(playbook, "-i", inventory, *args, timeout=timeout, collapse=True, **CHECKOUT_PATHS)
+    assert rc == 0, out[-6000:]
+    counts = recap(out, host)
+    assert (counts["unreachable"], counts["failed"]) == (0, 0), out[-3000:]
+    return counts["changed"], out

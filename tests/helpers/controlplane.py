@@ -26,7 +26,7 @@ import urllib.request
 
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/helpers/ -> the checkout
 SHARED_CRDS = os.path.normpath(os.path.join(ROOT, "..", "shared", "crds"))
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 # The stand-in kubelets cannot pull this image: its pods stay Pending in ImagePullBackOff, as a real

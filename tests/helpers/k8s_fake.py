@@ -1,7 +1,7 @@
 """An in-memory Node store for the unit tests of module_utils/node_ownership.py, kept for one fault the
 real API server cannot be made to produce on cue: a concurrent writer changing a Node between gpufleet's
 read and its patch (``Store.before_patch``), which the 409 Conflict re-read/re-plan path must survive.
-Everything else that talks to Kubernetes is tested on the real control plane (tests/controlplane.py).
+Everything else that talks to Kubernetes is tested on the real control plane (tests/helpers/controlplane.py).
 
 These reproduce the documented behaviour that matters here,
 nothing more: JSON merge patch (RFC 7386: null removes a key, a list replaces the whole list; a

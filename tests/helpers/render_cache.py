@@ -13,6 +13,16 @@ import os
 import shutil
 import tempfile
 
+from ansible_run import ROOT, run_site
+
+# Every inventory's render (the example inventories, and the test inventories in render mode), and the
+# example with NFD: the RBAC allowlist and the checkov baseline read the same renders, so the cache
+# makes each one once per run. (label, inventory, extra ansible-playbook arguments)
+RENDERS = [(name, "inventories/" + name, ()) for name in sorted(os.listdir(os.path.join(ROOT, "inventories")))] + [
+    (name, "tests/integration/inventories/" + name, ("-e", "gpufleet_apply=false"))
+    for name in sorted(os.listdir(os.path.join(ROOT, "tests", "integration", "inventories")))] + [
+    ("example with NFD", "inventories/example", ("-e", "nvidia_device_plugin_nfd_enabled=true"))]
+
 
 def _root(tmp_path_factory):
     base = tmp_path_factory.getbasetemp()
@@ -25,7 +35,6 @@ def _root(tmp_path_factory):
 
 def rendered_site(tmp_path_factory, *extra, playbook="site.yml", inventory="inventories/example"):
     """Return ``(rc, output, build_dir)`` of ``run_site`` for these arguments, rendered once per run."""
-    from test_site_render import run_site  # test_site_render itself uses this module
     name = os.path.basename(inventory.rstrip("/")) or "build"
     if os.environ.get("GPUFLEET_RENDER_CACHE", "1") == "0":
         build = tmp_path_factory.mktemp("render") / name

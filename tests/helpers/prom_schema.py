@@ -4,7 +4,7 @@ import json
 import os
 import subprocess
 
-SCHEMAS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas-monitoring-gitops")
+SCHEMAS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schemas-monitoring-gitops")
 
 
 def _ensure_installed():

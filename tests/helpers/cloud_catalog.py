@@ -4,7 +4,7 @@ import os
 
 import yaml
 
-CLOUDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "clouds")
+CLOUDS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "clouds")
 
 
 def _load(name):

@@ -9,7 +9,7 @@ import json
 import os
 import subprocess
 
-SCHEMAS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas")
+SCHEMAS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schemas")
 
 
 def validate_crs(objects):
