@@ -21,13 +21,13 @@ import pytest  # noqa: E402
 # Test tiers (markers registered in pytest.ini). Every test gets one by what it uses, so a new test is
 # classified without a marker of its own; an explicit tier marker on a test or module wins.
 #   cluster    the real test control plane (the control_plane fixture, or a ControlPlane of its own)
-#   container  podman systemd containers (it uses tests/systemd_node.py's functions)
+#   container  podman systemd containers (it uses tests/helpers/systemd_node.py's functions)
 #   molecule   drives molecule scenarios (the scenarios themselves run in scripts/test.sh's molecule step)
 #   playbook   under tests/integration otherwise: real ansible-playbook / ansible-galaxy runs on the controller
 #   render     in-process rendering checked against golden files or upstream schemas (tests/unit)
 #   unit       everything else under tests/unit and the collection's tests/unit
 #   contract   in addition to the above: the output is checked against an upstream schema or format
-#              (tests/k8s_schema.py, crd_schema.py, prom_schema.py, nap_schema.py, pod_security.py)
+#              (tests/helpers/k8s_schema.py, crd_schema.py, prom_schema.py, nap_schema.py, pod_security.py)
 # scripts/test.sh --quick runs unit, render and contract: everything but playbook, container, cluster, molecule.
 TIERS = ("unit", "render", "contract", "playbook", "container", "cluster", "molecule")
 CONTRACT_HELPERS = ("k8s_schema", "crd_schema", "prom_schema", "nap_schema", "pod_security", "kubernetes_validate")
