@@ -10,8 +10,8 @@ What it writes, each from the one place the facts live:
   pool fields), from the role's ``meta/argument_specs.yml``; and the variables section of each
   ``roles/<role>/README.md`` (between the BEGIN/END markers; the text around it is hand-written);
 - ``docs/reference/tables.md``: the tables code already produces (GPU access per platform and
-  mode, ``module_utils/gpu_access.py``; pinned versions, ``module_utils/versions.py``; container
-  runtime presets, ``module_utils/containerd_presets.py``);
+  mode, ``module_utils/model/gpu_access.py``; pinned versions, ``module_utils/core/versions.py``; container
+  runtime presets, ``module_utils/runtime/containerd_presets.py``);
 - ``docs/reference/plugins/<type>/<name>.md``: one page per module, filter, lookup and callback
   from its DOCUMENTATION / EXAMPLES / RETURN (module doc fragments merged in), plus an index;
 - ``docs/reference/README.md``: the index of all of the above;
@@ -299,23 +299,25 @@ def plugin_page(kind, label, name, doc, examples, returns):
 # ------------------------------------------------------------------------------------------------
 
 def tables_page():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_presets, gpu_access, versions
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import containerd_presets
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.model import gpu_access
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.core import versions
     with open(os.path.join(ROOT, "roles", "nvidia_container_toolkit", "defaults", "main.yml")) as handle:
         host_toolkit = yaml.safe_load(handle)["nvidia_container_toolkit_version"]
     return "\n".join([
-        GENERATED % "module_utils/gpu_access.py, versions.py and containerd_presets.py", "",
+        GENERATED % "module_utils/model/gpu_access.py, versions.py and containerd_presets.py", "",
         "# Tables generated from code", "",
         "## What makes a pod get a GPU", "",
-        "Per platform and add-on mode (`module_utils/gpu_access.py`, recorded by preflight as "
+        "Per platform and add-on mode (`module_utils/model/gpu_access.py`, recorded by preflight as "
         "`gpufleet_plan.gpu_access`). Explained in [GPU sharing](../gpu-sharing.md).", "",
         gpu_access.table_markdown(), "",
         "## Pinned versions", "",
-        "Every image tag, the chart version and the OLM channels (`module_utils/versions.py`). "
+        "Every image tag, the chart version and the OLM channels (`module_utils/core/versions.py`). "
         "Explained in [Add-ons](../add-ons.md).", "",
         versions.table_markdown(host_toolkit), "",
         "## Container runtime presets", "",
         "The preset follows `gpufleet_platform` (override: `nvidia_container_toolkit_runtime_preset`; "
-        "`module_utils/containerd_presets.py`). Explained in [Node stage](../node-stage.md).", "",
+        "`module_utils/runtime/containerd_presets.py`). Explained in [Node stage](../node-stage.md).", "",
         containerd_presets.table_markdown(), ""])
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing (mutmut 3) of core module_utils files against their unit tests: would the tests notice
 # if the code were wrong? Not part of scripts/test.sh (minutes of CPU, and a survivor is a finding to
-# read, not a pass/fail); run it after changing one of these files or their tests. docs/development/mutation.md
+# read, not a pass/fail); run it after changing one of these files or their tests. docs/development/testing.md
 # says how to read the result and holds the latest figures.
 #   scripts/mutation.sh                  node_ownership, driver_compat, k8s_syntax
 #   scripts/mutation.sh k8s_syntax       one or more of them (any module_utils file that has tests/unit/test_<name>*.py)
@@ -25,6 +25,7 @@ mkdir -p "$work/src" "$work/tests/unit"
 cp -r collections/ansible_collections "$work/src/"
 rm -rf "$work/src/ansible_collections/gpufleet/k8s/tests"
 cp tests/*.py "$work/tests/"
+cp -r tests/helpers "$work/tests/"   # the shared test modules (conftest puts them on sys.path)
 cp -r tests/fixtures "$work/tests/"
 cp pytest.ini "$work/"   # the tier markers, and pytest's rootdir stays in the copy
 for d in roles/*/meta roles/*/defaults; do   # what the tests read of the roles (argument specs, defaults)
@@ -32,12 +33,13 @@ for d in roles/*/meta roles/*/defaults; do   # what the tests read of the roles 
 done
 only=() selection=()
 for f in "${files[@]}"; do
-  [ -f "$mu/$f.py" ] || { echo "mutation: no $mu/$f.py" >&2; exit 2; }
+  rel=$(cd "$mu" && ls -- */"$f".py "$f".py 2>/dev/null | head -n 1)   # module_utils/<package>/<name>.py
+  [ -n "$rel" ] || { echo "mutation: no $mu/*/$f.py" >&2; exit 2; }
   tests=(tests/unit/test_"$f".py tests/unit/test_"$f"_*.py)
   found=0
   for t in "${tests[@]}"; do [ -f "$t" ] && { cp "$t" "$work/tests/unit/"; selection+=("$t"); found=1; }; done
   [ $found = 1 ] || { echo "mutation: no tests/unit/test_$f*.py" >&2; exit 2; }
-  only+=("src/ansible_collections/gpufleet/k8s/plugins/module_utils/$f.py")
+  only+=("src/ansible_collections/gpufleet/k8s/plugins/module_utils/$rel")
 done
 {
   echo "[mutmut]"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compare a GPU Operator chart version's values with gpufleet's pins (module_utils/versions.py).
+"""Compare a GPU Operator chart version's values with gpufleet's pins (module_utils/core/versions.py).
 
 Usage:
   scripts/pins-from-chart.py PATH [--json]
@@ -22,7 +22,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "collections"))
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import compare_chart_values  # noqa: E402
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.versions import compare_chart_values  # noqa: E402
 
 
 def load(path):

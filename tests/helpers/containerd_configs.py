@@ -4,7 +4,7 @@ keys, existing imports. Shared by tests/unit/test_containerd_config_properties.p
 check in tests/integration/test_containerd_real.py. Draws (config version, text)."""
 from hypothesis import strategies as st
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_toml as ctoml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import containerd_toml as ctoml
 
 names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=2, max_size=8)
 comment_text = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ,.:-=[]\"'#", min_size=0, max_size=30)

@@ -1,4 +1,4 @@
-"""An in-memory Node store for the unit tests of module_utils/node_ownership.py, kept for one fault the
+"""An in-memory Node store for the unit tests of module_utils/pools/node_ownership.py, kept for one fault the
 real API server cannot be made to produce on cue: a concurrent writer changing a Node between gpufleet's
 read and its patch (``Store.before_patch``), which the 409 Conflict re-read/re-plan path must survive.
 Everything else that talks to Kubernetes is tested on the real control plane (tests/helpers/controlplane.py).
@@ -82,7 +82,7 @@ class FakeNodeApi:
         return copy.deepcopy(self.store.nodes[name])
 
     def patch_node(self, name, patch):
-        from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import Conflict
+        from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.node_ownership import Conflict
         self.store.requests.append(("PATCH", name, copy.deepcopy(patch)))
         code, _body = self.store.patch(name, json.loads(json.dumps(patch)))
         if code == 409:

@@ -6,7 +6,7 @@ servers at both ends accept the rendered trees too: tests/integration/test_cp_tr
 """
 import kubernetes_validate
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.pod_spec_rules import object_problems
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.pod_spec_rules import object_problems
 
 SUPPORTED_K8S = ("1.32.0", "1.37.0")
 

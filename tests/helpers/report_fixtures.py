@@ -5,8 +5,8 @@ import os
 
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet_report import build_report
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report import build_report
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/helpers/ -> the checkout
 FIX = os.path.join(ROOT, "tests", "fixtures", "report")

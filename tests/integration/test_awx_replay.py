@@ -9,7 +9,7 @@ import pytest
 
 from ansible_run import ROOT, run_site
 from awx_launch import launch, ui_blank_answers
-from ansible_collections.gpufleet.k8s.plugins.module_utils.awx_survey import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.awx_survey import (
     STAGE_QUESTIONS, stage_survey_options, survey_spec)
 
 STAGES = list(STAGE_QUESTIONS)

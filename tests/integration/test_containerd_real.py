@@ -17,11 +17,11 @@ import time
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_plan as cplan
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_toml as ctoml
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_validate as cvalidate
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import containerd_plan as cplan
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import containerd_toml as ctoml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import containerd_validate as cvalidate
 from ansible_collections.gpufleet.k8s.plugins.module_utils._vendor import tomlkit
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 from ansible_run import ROOT, ansible
 
 CONTAINERD = shutil.which("containerd") or "/usr/bin/containerd"

@@ -13,11 +13,12 @@ import re
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import dra, smoke
-from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import device_plugin_objects
-from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import placement
-from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import pool_node_labels, pool_taints
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model import dra
+from ansible_collections.gpufleet.k8s.plugins.module_utils.day2 import smoke
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import device_plugin_objects
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.placement import placement
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.selfmanaged import pool_node_labels, pool_taints
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 from cp_nodes import cluster_inventory
 from dra_standin import device_classes, slice_for
 from ansible_run import run_site

@@ -13,9 +13,9 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import placement
-from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import pool_node_labels, pool_taints
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.placement import placement
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.selfmanaged import pool_node_labels, pool_taints
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pool
 from controlplane import binary
 from cp_nodes import cluster_inventory
 from dra_standin import slice_for

@@ -10,11 +10,11 @@ A pod shaped like the old example Job is refused in the example namespace, so th
 import pytest
 
 from controlplane import ApiError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import dcgm_exporter_objects
-from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import device_plugin_objects
-from ansible_collections.gpufleet.k8s.plugins.module_utils.nfd import nfd_objects
-from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import example_jobs
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.dcgm_exporter import dcgm_exporter_objects
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import device_plugin_objects
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.nfd import nfd_objects
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.placement import example_jobs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 from ansible_collections.gpufleet.k8s.plugins.filter.placement import gpu_pool_examples
 
 POOLS = normalize_pools([

@@ -76,7 +76,7 @@ def test_provision_stage_labels_fifty_nodes_then_changes_nothing(fleet, tmp_path
 def test_one_list_parallel_patches_and_a_real_conflict_retried(fleet):
     kubernetes = pytest.importorskip("kubernetes")
     from ansible_collections.gpufleet.k8s.plugins.modules.node_labels import NodeApi
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import converge
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.node_ownership import converge
 
     cp = fleet
     client = kubernetes.config.new_client_from_config(config_file=cp.kubeconfig)

@@ -72,8 +72,8 @@ def test_manual_approval_subscriptions_are_accepted_by_the_subscription_crd(clus
     pinned, NFD on its channel) are accepted by the real Subscription CRD and keep those fields (a
     field the schema does not know would be pruned). Applied in a namespace of this test's own, so
     the stage's namespaces stay untouched."""
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_operator import operator_objects
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.gpu_operator import operator_objects
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
     plan = {"platform": "openshift", "addons_mode": "operator", "cluster_name": "ocp", "apply": True,
             "pools": normalize_pools([{"name": "p", "gpu_type": "h100-80gb"}])}
     subs = [o for o in operator_objects(plan, {"gpu_operator_olm_approval": "Manual"}) if o["kind"] == "Subscription"]

@@ -65,7 +65,7 @@ def env(control_plane, tmp_path_factory):
 
 
 def test_the_stand_in_has_the_pinned_chart_name_and_version():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import CHARTS
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.core.versions import CHARTS
     with open(os.path.join(CHART, "Chart.yaml")) as f:
         chart = yaml.safe_load(f)
     assert (chart["name"], chart["version"]) == (CHARTS["gpu_operator"]["name"], CHARTS["gpu_operator"]["version"]), \

@@ -23,7 +23,7 @@ KINDS = ["/api/v1/namespaces", "/api/v1/configmaps", "/api/v1/services", "/api/v
 
 
 def tree():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils import apply_tree
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.kube import apply_tree
     return apply_tree
 
 
@@ -122,8 +122,8 @@ def test_a_stage_that_did_not_run_prunes_nothing(cp, tmp_path, applied):
 
 def test_nothing_rendered_and_no_earlier_set_reads_only_the_parent(cp):
     kubernetes = pytest.importorskip("kubernetes")
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.api_server import Server
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.apply_run import run_tree
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.api_server import Server
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.apply_run import run_tree
 
     class Recording(Server):
         def __init__(self, client):

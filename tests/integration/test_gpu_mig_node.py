@@ -2,7 +2,7 @@
 
 Real: the role over the podman connection in a Debian 12 systemd container, the systemd unit it installs
 (enabled, ordered before containerd, run by systemd when the container boots again), the module and the
-boot-time program (module_utils/mig_layout.py). STAND-IN (no GPU here): tests/standin/nvidia-smi-mig.py
+boot-time program (module_utils/node/mig_layout.py). STAND-IN (no GPU here): tests/standin/nvidia-smi-mig.py
 as /usr/local/bin/nvidia-smi, two H200 GPUs whose MIG state lives in a JSON file and which print the
 documented nvidia-smi formats; a containerd.service that only runs /bin/true, to check the ordering.
 """

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_host import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node.driver_host import (
     apt_kernel_plan)
 from systemd_node import per_worker, converge, podman_inventory, remove, shell_of, standin_apt_node
 

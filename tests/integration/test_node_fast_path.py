@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp as ns
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node import node_stamp as ns
 from ansible_run import ROOT, ansible, recap as recap_of
 from controlplane import free_port
 from systemd_node import (DEBIAN12_DRIVER, DEBIAN12_DRIVER_PACKAGE, TOOLKIT_PINNED, apt_install, boot, node_stage_inventory,

@@ -2,7 +2,7 @@
 """STAND-IN for nvidia-smi (no GPU on the test machines): MIG commands only, state kept in a JSON file.
 
 Not NVIDIA's program. It prints the formats NVIDIA documents (and tests/fixtures/nvidia-smi/mig holds)
-for the commands gpufleet's MIG partitioning (module_utils/mig_layout.py) runs:
+for the commands gpufleet's MIG partitioning (module_utils/node/mig_layout.py) runs:
   --query-gpu=index,uuid,name,mig.mode.current,mig.mode.pending --format=csv,noheader
   -i N -mig 0|1        (pending until -r when the GPU's "needs_reset" is true, as on Ampere / in VMs)
   -i N -r              (GPU reset: a pending MIG mode takes effect)

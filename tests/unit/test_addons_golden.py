@@ -7,12 +7,12 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import dcgm_exporter_objects, scrape_job
-from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import device_plugin_objects
-from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_operator import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.dcgm_exporter import dcgm_exporter_objects, scrape_job
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import device_plugin_objects
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.gpu_operator import (
     cluster_policy_objects, operator_objects, values_file)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import dump_yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.render import dump_yaml
 from golden_pools import GOLDEN, pools_for
 from k8s_schema import assert_valid
 

@@ -5,8 +5,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import defaults as addon_defaults
-from ansible_collections.gpufleet.k8s.plugins.module_utils.addons_preflight import addon_problems
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.addons import defaults as addon_defaults
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.addons_preflight import addon_problems
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

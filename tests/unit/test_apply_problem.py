@@ -1,6 +1,6 @@
-"""What an apply loop that failed part-way did and did not do (module_utils/cluster_access.apply_problem),
+"""What an apply loop that failed part-way did and did not do (module_utils/kube/cluster_access.apply_problem),
 over result shapes kubernetes.core.k8s returns; the real cases run in tests/integration/test_cp_faults.py."""
-from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import apply_problem
+from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.cluster_access import apply_problem
 
 
 def item(kind, name):

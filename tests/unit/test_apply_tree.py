@@ -1,10 +1,10 @@
-"""The decisions of the whole-tree apply (module_utils/apply_tree.py): dependency order, what a dry-run answer
+"""The decisions of the whole-tree apply (module_utils/kube/apply_tree.py): dependency order, what a dry-run answer
 changes, and the ApplySet bookkeeping that scopes the prune. The requests themselves run against a real
 kube-apiserver in tests/integration/test_cp_apply_tree.py."""
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import apply_tree as t
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.kube import apply_tree as t
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 
 
 def obj(api_version, kind, name, namespace=None, **extra):
@@ -150,7 +150,7 @@ def test_a_parent_of_another_tool_is_refused():
 @pytest.mark.parametrize("text, error", [("[1]", "must hold a list of objects"), ("{", "is not JSON"),
                                          ('{"a": 1}', "must hold a list of objects")])
 def test_objects_json_refusals(text, error):
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.render import objects_from_json
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.core.render import objects_from_json
     with pytest.raises(GpufleetError, match=error):
         objects_from_json(text)
     assert objects_from_json('[{"kind": "A"}]') == [{"kind": "A"}]

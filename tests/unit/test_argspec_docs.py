@@ -1,8 +1,8 @@
-"""Argument specs -> AWX surveys (module_utils/role_specs.py). The role README sections generated
+"""Argument specs -> AWX surveys (module_utils/core/role_specs.py). The role README sections generated
 from the specs are tested in test_generated_docs.py (scripts/gen-docs.py)."""
 import os
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.role_specs import roles_of_playbook, stage_options
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.role_specs import roles_of_playbook, stage_options
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -15,7 +15,7 @@ def test_stage_playbook_roles_and_options_come_from_the_repo():
     # declared once, in the gpu_pools role (provision); preflight's survey finds it as a project-wide input
     assert "gpufleet_gpu_pools" not in options
     assert stage_options(ROOT, "playbooks/provision.yml")["gpufleet_gpu_pools"]["type"] == "list"
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.awx_survey import stage_survey_options
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.awx_survey import stage_survey_options
     assert stage_survey_options(ROOT, "preflight")["gpufleet_gpu_pools"]["type"] == "list"
 
 
@@ -36,7 +36,7 @@ def test_every_input_is_declared_by_one_role():
 
 
 def test_workflow_chains_stages_in_order_on_success():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.awx_survey import workflow_nodes
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.awx_survey import workflow_nodes
     nodes = workflow_nodes(["preflight", "provision", "report"], "org")
     assert [n["identifier"] for n in nodes] == ["preflight", "provision", "report"]
     assert nodes[0]["related"] == {"success_nodes": [{"identifier": "provision"}]}

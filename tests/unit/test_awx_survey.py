@@ -4,10 +4,10 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.awx_survey import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.awx_survey import (
     STAGE_QUESTIONS, answer_variables, parse_answers, serial_batches, stage_survey_options,
     survey_spec, survey_variable, workflow_survey_spec)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

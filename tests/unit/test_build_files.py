@@ -1,12 +1,12 @@
-"""module_utils.files.sync_tree, the work of module build_files: writes only what differs, removes files
+"""module_utils.core.files.sync_tree, the work of module build_files: writes only what differs, removes files
 and whole directories, lists the tree, never leaves the destination, honours check mode."""
 import hashlib
 import os
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.files import inside, listing_artifacts, select_listing, sync_tree
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.files import inside, listing_artifacts, select_listing, sync_tree
 
 
 def _tree(root):

@@ -11,11 +11,11 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import files
-from ansible_collections.gpufleet.k8s.plugins.module_utils import gitops
-from ansible_collections.gpufleet.k8s.plugins.module_utils import output_tree as ot
-from ansible_collections.gpufleet.k8s.plugins.module_utils import render
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, Problems
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import files
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import gitops
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import output_tree as ot
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import render
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError, Problems
 
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "ns"}, "data": {"a": "1"}}
 

@@ -7,11 +7,11 @@ import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils._vendor import tomlkit
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_plan as cplan
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_presets as presets
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_toml as ctoml
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_validate as cvalidate
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, Problems
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import containerd_plan as cplan
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import containerd_presets as presets
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import containerd_toml as ctoml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import containerd_validate as cvalidate
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError, Problems
 from ansible_collections.gpufleet.k8s.plugins.modules import containerd_nvidia_runtime as module
 
 ROOT = "/etc/containerd/config.toml"

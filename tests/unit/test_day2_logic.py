@@ -1,10 +1,10 @@
 """Validation expectations per sharing mode, per-node verdicts, and rolling-upgrade plans."""
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.expected import expected_resources, format_table, validate_nodes
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
-from ansible_collections.gpufleet.k8s.plugins.module_utils.upgrade_plan import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.expected import expected_resources, format_table, validate_nodes
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.upgrade_plan import (
     batch_size, failure_note, plan_upgrade)
 
 

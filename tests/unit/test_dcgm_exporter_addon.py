@@ -2,10 +2,10 @@
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.dcgm_exporter import (
     DEFAULT_METRICS, dcgm_exporter_objects, metrics_csv, parse_metric, scrape_job, service_monitor,
     service_monitor_wanted)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 from k8s_schema import assert_valid
 from prom_schema import assert_valid_prometheus, validate_prometheus
 

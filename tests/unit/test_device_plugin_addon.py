@@ -2,9 +2,9 @@
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import (
     device_plugin_objects, plugin_configs, pool_plugin_config)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 from k8s_schema import assert_valid
 
 
@@ -154,7 +154,7 @@ def test_gfd_writes_the_nfd_feature_file_and_reads_the_pool_config():
 
 
 def test_optional_nfd_is_off_by_default_and_schema_valid_when_on():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.nfd import nfd_objects
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.nfd import nfd_objects
     assert nfd_objects(plan(POOLS), {}) == []
     objs = nfd_objects(plan(POOLS), {"nvidia_device_plugin_nfd_enabled": True})
     assert [o["kind"] for o in objs[:4]] == ["CustomResourceDefinition"] * 3 + ["Namespace"]

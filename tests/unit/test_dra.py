@@ -1,4 +1,4 @@
-"""Pools with allocation: dra (module_utils/dra.py): preflight refusals naming the variable and the allowed
+"""Pools with allocation: dra (module_utils/model/dra.py): preflight refusals naming the variable and the allowed
 values, the DRA driver's Helm values, the claims per pool, placement, the device plugin kept off DRA nodes, the
 mirror manifest, and docs/dra.md's version table. The real scheduler allocating these claims is
 tests/integration/test_cp_dra.py."""
@@ -7,14 +7,17 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import dra, dra_driver, mirror_manifest, mirror_scripts, versions
-from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import device_plugin_objects, plugin_configs
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import example_job, placement
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model import dra
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import dra_driver
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import mirror_manifest, mirror_scripts
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import versions
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import device_plugin_objects, plugin_configs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.placement import example_job, placement
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
-from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import pool_node_labels
-from ansible_collections.gpufleet.k8s.plugins.module_utils.smoke import smoke_job
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool, normalize_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.selfmanaged import pool_node_labels
+from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.smoke import smoke_job
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pool, normalize_pools
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DRA = {"name": "d", "gpu_type": "h100-80gb", "gpus_per_node": 4, "allocation": "dra", "max_nodes": 2}
@@ -308,7 +311,7 @@ def test_eks_warns_that_karpenter_does_not_simulate_dra_devices():
 
 # ------------------------------------------------------------------------------------------ report
 def test_the_report_counts_dra_devices_from_slices_and_allocations_from_claims():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet_report import build_report
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report import build_report
     plan = {"platform": "kubeadm", "cluster_name": "c",
             "pools": normalize_pools([dict(DRA, gpus_per_node=2), {"name": "p", "gpu_type": "l4", "gpus_per_node": 2}])}
 
@@ -336,13 +339,13 @@ def test_the_report_counts_dra_devices_from_slices_and_allocations_from_claims()
 
 
 def test_eks_nodepool_of_a_dra_pool_labels_its_nodes_for_the_kubelet_plugin():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import nodepool
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.karpenter import nodepool
     labels = nodepool(normalize_pool(dict(DRA, gpus_per_node=8)))["spec"]["template"]["metadata"]["labels"]
     assert labels["gpufleet.io/gpu-allocation"] == "dra" and labels["gpufleet.io/pool"] == "d"
 
 
 def test_operator_mode_keeps_its_values_and_the_operators_device_plugin_off_dra_nodes_by_label():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_operator import mig_strategy, operator_values
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.gpu_operator import mig_strategy, operator_values
     mixed = dict(plan_of(dict(DRA, sharing={"mode": "mig", "mig_profile": "1g.10gb"}),
                          {"name": "p", "gpu_type": "a100-80gb", "sharing": {"mode": "mig", "mig_strategy": "single",
                                                                            "mig_profile": "1g.10gb"}}),
@@ -381,7 +384,7 @@ def test_driver_root_follows_where_the_driver_is(platform, mode, extra, root):
 
 def test_a_pool_moving_back_to_the_device_plugin_loses_the_dra_labels_gpufleet_set():
     import json
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import OWNED_ANNOTATION, plan_node
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.node_ownership import OWNED_ANNOTATION, plan_node
     dra_labels = pool_node_labels(normalize_pool(DRA))
     node = {"metadata": {"name": "n1", "resourceVersion": "7", "labels": dict(dra_labels, other="x"),
                          "annotations": {OWNED_ANNOTATION: json.dumps({"labels": dra_labels, "taints": []})}}}

@@ -1,8 +1,8 @@
-"""The drain rules of module_utils/drain.py (kubectl drain's order), over tables; the real Eviction API
+"""The drain rules of module_utils/day2/drain.py (kubectl drain's order), over tables; the real Eviction API
 and PodDisruptionBudgets are exercised in tests/integration/test_cp_upgrade.py."""
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.drain import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.drain import (
     DrainError, TooManyRequests, blocking_budgets, classify, drain)
 
 

@@ -7,8 +7,8 @@ import datetime
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import defaults as driver_defaults
-from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node.driver_compat import defaults as driver_defaults
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node.driver_compat import (
     branch_status, parse_version, resolve_flavour, validate_driver, version_satisfies)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
 from frozen import TODAY

@@ -1,4 +1,4 @@
-"""NVIDIA driver inputs (module_utils/driver_compat.py): what mutation testing (scripts/mutation.sh) showed
+"""NVIDIA driver inputs (module_utils/node/driver_compat.py): what mutation testing (scripts/mutation.sh) showed
 no test would notice. Valid inputs are accepted (a check that refused them would stop every install),
 limits are checked on both sides of their edge (R580 the last branch for Volta and older, R570 the first for
 Blackwell, end-of-life dates, the CUDA table), and every problem is reported with its variable, not the first.
@@ -7,8 +7,8 @@ import datetime
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import driver_compat as dc
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node import driver_compat as dc
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import Problems
 
 DEFAULTS = dc.defaults()
 DEC_2026 = datetime.date(2026, 12, 1)

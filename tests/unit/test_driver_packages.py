@@ -9,9 +9,9 @@ import configparser
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node.driver_packages import (
     APT_PREFERENCES, APT_SOURCES, DNF_REPO, distro_key, driver_plan, modprobe_options, secure_boot_state)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_host import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node.driver_host import (
     apt_kernel_plan, container_verdict, reboot_decision)
 
 HOSTS = {
@@ -182,7 +182,7 @@ Hint: [d]efault, [e]nabled, [x]disabled, [i]nstalled
     (DNF_MODULES, None, False),
 ])
 def test_module_stream_switch(output, wanted, switch):
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_host import module_stream_switch
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.node.driver_host import module_stream_switch
     assert module_stream_switch(output, wanted) is switch
 
 

@@ -12,9 +12,9 @@ import fnmatch
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.filter.nvidia_driver import nvidia_driver_stale_pins
-from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node.driver_packages import (
     driver_plan)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_host import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node.driver_host import (
     stale_pinning_packages, stale_versionlocks)
 
 HOSTS = {

@@ -4,8 +4,8 @@ import configparser
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import mirror_manifest
-from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import driver_plan
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import mirror_manifest
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node.driver_packages import driver_plan
 
 FACTS = {
     "debian-12": ("Debian", "12", "12", "bookworm"), "ubuntu-24.04": ("Ubuntu", "24.04", "24", "noble"),

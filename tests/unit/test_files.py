@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import files
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import files
 
 
 def mode_of(path):

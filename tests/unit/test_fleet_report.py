@@ -4,9 +4,9 @@ import os
 import re
 from html.parser import HTMLParser
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet_report import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report import (
     build_report, parse_utilisation, pod_gpu_requests, render_files)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 
 FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "report")
 PLAN = {"cluster_name": "example", "platform": "kubeadm", "pools": normalize_pools([

@@ -2,7 +2,7 @@
 (tests/fixtures/report/{eks,gke,mig}; no cluster or Prometheus here) with the inventories' real
 pools: nodes mapped to pools on every platform, drivers from GFD labels, MIG-aware utilisation,
 idle GPU-hours and cost, driver skew, pools with 0 schedulable GPUs, the timestamp."""
-from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet_report import build_report, render_files
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report import build_report, render_files
 from report_fixtures import live, plan_of
 
 

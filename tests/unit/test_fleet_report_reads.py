@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet_report import build_report, cluster_reads, report_pod
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report import build_report, cluster_reads, report_pod
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 
 FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "report")
 PLAN = {"cluster_name": "example", "platform": "kubeadm", "pools": normalize_pools([

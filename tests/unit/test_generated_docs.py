@@ -66,7 +66,9 @@ def test_every_role_input_is_referenced_with_nested_pool_fields(files):
 
 def test_tables_come_from_the_code(files):
     import yaml
-    from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_presets, gpu_access, versions
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import containerd_presets
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.model import gpu_access
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.core import versions
     with open(os.path.join(ROOT, "roles", "nvidia_container_toolkit", "defaults", "main.yml")) as handle:
         host_toolkit = yaml.safe_load(handle)["nvidia_container_toolkit_version"]
     page = files["docs/reference/tables.md"]

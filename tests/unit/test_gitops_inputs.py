@@ -1,6 +1,6 @@
 """The GitOps role's inputs (issue 30 item 2): what gitops_repo_url, gitops_revision, gitops_path and
 the Argo CD / Flux names accept, named by preflight; and the property that no setting can change the
-number or kinds of the documents in the GitOps tree (module_utils/gitops.py plan_tree)."""
+number or kinds of the documents in the GitOps tree (module_utils/fleet/gitops.py plan_tree)."""
 import os
 
 import pytest
@@ -9,10 +9,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import gitops
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import gitops
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import dump_yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.render import dump_yaml
 
 POOLS = [{"name": "p", "gpu_type": "l4", "node_group": "g"}]
 CRB = ("---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: pwn}\n"

@@ -14,10 +14,10 @@ import yaml
 
 from crd_schema import assert_crs_valid, validate_crs
 from nap_schema import check_nap
-from ansible_collections.gpufleet.k8s.plugins.module_utils import gke
-from ansible_collections.gpufleet.k8s.plugins.module_utils.pools_check import resolve_settings
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import dump_yaml
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools import gke
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.pools_check import resolve_settings
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.render import dump_yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pool
 
 A100 = normalize_pool({"name": "train-a100", "gpu_type": "a100-40gb", "gpus_per_node": 2, "capacity_types": ["spot"],
                        "zones": ["us-central1-a", "us-central1-b", "us-central1-c"], "max_nodes": 8,

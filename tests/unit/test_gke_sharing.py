@@ -12,13 +12,13 @@ import yaml
 
 from crd_schema import assert_crs_valid, validate_crs
 from ansible_collections.gpufleet.k8s.plugins.filter import pools as pool_filters
-from ansible_collections.gpufleet.k8s.plugins.module_utils import gke
-from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_access import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools import gke
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.gpu_access import (
     GKE_PARTITION_SIZE, GKE_SHARED_CLIENTS_RANGE)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import placement
-from ansible_collections.gpufleet.k8s.plugins.module_utils.pools_check import parse_gke_version, resolve_settings
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.placement import placement
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.pools_check import parse_gke_version, resolve_settings
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pool
 
 STRATEGY = "cloud.google.com/gke-gpu-sharing-strategy"
 CLIENTS = "cloud.google.com/gke-max-shared-clients-per-gpu"

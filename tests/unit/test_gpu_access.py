@@ -3,7 +3,7 @@
 No GPU, cluster or GKE API runs here: the tests check that the pieces gpufleet renders agree
 with each other (container runtime default vs. runtimeClassName in placement; MIG layout label
 vs. device-plugin strategy vs. the resource placement requests; GKE sharing labels vs. the
-resource GKE advertises), using NVIDIA's MIG profile table (module_utils/mig.py) and GKE's label
+resource GKE advertises), using NVIDIA's MIG profile table (module_utils/core/mig.py) and GKE's label
 names as documented.
 """
 import copy
@@ -14,15 +14,15 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_access
-from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import pool_plugin_config
-from ansible_collections.gpufleet.k8s.plugins.module_utils.expected import expected_resources
-from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_operator import operator_values
-from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import nodepool
-from ansible_collections.gpufleet.k8s.plugins.module_utils.mig import MIG_PROFILES
-from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import example_job, placement
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model import gpu_access
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import pool_plugin_config
+from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.expected import expected_resources
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.gpu_operator import operator_values
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.karpenter import nodepool
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.mig import MIG_PROFILES
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.placement import example_job, placement
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
-from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import node_objects
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.selfmanaged import node_objects
 from k8s_schema import assert_valid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -261,7 +261,7 @@ CHART_COMPONENTS = {
 
 
 def test_standalone_images_are_the_pinned_charts_own():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils import versions
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.core import versions
     chart = versions.CHARTS["gpu_operator"]["version"]
     shipped = CHART_COMPONENTS[chart]
     for name, tag in shipped.items():
@@ -323,8 +323,8 @@ def test_gpufleet_mig_refusals(platform, mode, pool, message):
 
 
 def test_gpufleet_mig_pool_gets_the_device_plugin_strategy_and_no_operator_label():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import pool_plugin_config
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_access import mig_config_label
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import pool_plugin_config
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.model.gpu_access import mig_config_label
     assert pool_plugin_config(GPUFLEET_MIG)["flags"]["migStrategy"] == "single"
     assert pool_plugin_config(with_sharing(mig_strategy="mixed"))["flags"]["migStrategy"] == "mixed"
     assert mig_config_label(GPUFLEET_MIG) == {}

@@ -5,7 +5,7 @@ machine family, GPU memory, GPUs per instance type); the code's GPU_TYPES must a
 """
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_catalog import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import (
     GPU_TYPES, gke_accelerators, gpu_counts_on, offered_on, types_on)
 from cloud_catalog import EC2, GCE, ec2_gpu_counts, gce_accelerators, gce_entry, gce_gpu_counts
 

@@ -12,8 +12,8 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_monitoring as gm
-from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import DEFAULT_METRICS
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import gpu_monitoring as gm
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.dcgm_exporter import DEFAULT_METRICS
 from k8s_schema import assert_valid
 from prom_schema import assert_valid_prometheus, validate_prometheus
 

@@ -2,11 +2,11 @@
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import versions
-from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import plugin_configs
-from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_operator import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import versions
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import plugin_configs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.gpu_operator import (
     cluster_policy_objects, deep_merge, operator_objects, operator_values, values_file)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 from k8s_schema import assert_valid
 
 POOLS = normalize_pools([
@@ -168,8 +168,8 @@ def test_versions_file_pins_every_image():
 
 
 def test_image_pull_secrets_reach_every_pod_and_operator_component():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.dcgm_exporter import dcgm_exporter_objects
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import device_plugin_objects
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.dcgm_exporter import dcgm_exporter_objects
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import device_plugin_objects
     extra = {"gpufleet_image_pull_secrets": ["mirror-pull"]}
     values = operator_values(plan("kubeadm"), extra)
     assert values["operator"]["imagePullSecrets"] == ["mirror-pull"]

@@ -6,10 +6,10 @@ import copy
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems
-from ansible_collections.gpufleet.k8s.plugins.module_utils.k8s_syntax import check_label_map, check_tolerations
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import Problems
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.k8s_syntax import check_label_map, check_tolerations
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import closest_key
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import closest_key
 
 SELF = {"name": "p", "gpu_type": "l4", "max_nodes": 1}
 EKS = {"name": "p", "gpu_type": "l4", "zones": ["us-east-1a"], "max_nodes": 2}
@@ -184,7 +184,7 @@ def test_accepted(case, inp):
 
 
 def test_consolidate_after_0s_reaches_the_nodepool():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import nodepool
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.karpenter import nodepool
     plan = run_preflight(params([pool(EKS, consolidate_after="0s")], "eks"))[2]
     assert nodepool(plan["pools"][0])["spec"]["disruption"]["consolidateAfter"] == "0s"
 
@@ -192,7 +192,7 @@ def test_consolidate_after_0s_reaches_the_nodepool():
 @pytest.mark.parametrize("key,meant", [("gpu_tpye", "gpu_type"), ("max_node", "max_nodes"), ("zone", "zones"),
                                        ("gpus_per_nodes", "gpus_per_node"), ("instance_type", None), (3, None)])
 def test_closest_key(key, meant):
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import POOL_KEYS
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import POOL_KEYS
     assert closest_key(key, POOL_KEYS) == meant
 
 

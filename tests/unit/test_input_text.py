@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpufleet.k8s.plugins.filter.pools import gpu_pools_nap_yaml
-from ansible_collections.gpufleet.k8s.plugins.module_utils import (
-    dcgm_exporter, gpu_monitoring, gpu_operator, input_text, role_specs)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import dcgm_exporter, gpu_monitoring, gpu_operator
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import input_text, role_specs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import check_header, comment, comments, dump_yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.render import check_header, comment, comments, dump_yaml
 
 # What YAML 1.1 readers (PyYAML, go-yaml) or Python's splitlines take for the end of a line.
 LINE_BREAKS = ["\n", "\r", "\r\n", "\x85", "\u2028", "\u2029", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"]

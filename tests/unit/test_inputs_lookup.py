@@ -5,7 +5,7 @@ import json
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.lookup.inputs import select
-from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import role_specs
 from ansible_run import CHECKOUT_PATHS, ansible, ansible_env
 
 ENV = ansible_env(ANSIBLE_COLLECTIONS_PATH=CHECKOUT_PATHS["ANSIBLE_COLLECTIONS_PATH"], ANSIBLE_LOCALHOST_WARNING="0",

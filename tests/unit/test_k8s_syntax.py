@@ -1,4 +1,4 @@
-"""The API server's syntax rules (module_utils/k8s_syntax.py) as tables, and the preflight checks
+"""The API server's syntax rules (module_utils/model/k8s_syntax.py) as tables, and the preflight checks
 built on them. The rules follow apimachinery's validation (IsQualifiedName, IsValidLabelValue,
 IsDNS1123Label/Subdomain) and core taint validation; no API server runs here, so the accepted and
 refused values below are the ones those functions accept and refuse."""
@@ -8,9 +8,9 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import k8s_syntax as ks
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import node_names
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model import k8s_syntax as ks
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.node_names import node_names
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -1,12 +1,12 @@
-"""Kubernetes syntax checks (module_utils/k8s_syntax.py): what mutation testing (scripts/mutation.sh)
+"""Kubernetes syntax checks (module_utils/model/k8s_syntax.py): what mutation testing (scripts/mutation.sh)
 showed no test would notice. Every problem in an input is reported, not the first (a list with several
 bad entries gets one line each, in order); valid inputs are accepted; limits are checked at the exact
 boundary; each problem names the variable (the path to the field) and says what is allowed. The
 expected lines are the whole messages: a user reads them, so a changed word is a visible change."""
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import k8s_syntax as ks
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model import k8s_syntax as ks
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import Problems
 
 USE_TOL = ("use a list of tolerations {key, operator: Equal|Exists, value, effect: "
            "NoSchedule|PreferNoSchedule|NoExecute, tolerationSeconds}")

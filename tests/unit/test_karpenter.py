@@ -6,12 +6,12 @@ import os
 import pytest
 
 from crd_schema import assert_crs_valid, validate_crs
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import NVIDIA_AL2023_SSM, karpenter_objects
-from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter_v1alpha5 import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.karpenter import NVIDIA_AL2023_SSM, karpenter_objects
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.karpenter_v1alpha5 import (
     load_v1alpha5, migrate, seconds_to_duration)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.pools_check import resolve_settings
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.pools_check import resolve_settings
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pool
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "karpenter")
 
@@ -107,8 +107,8 @@ def test_default_gpu_nodeclass_uses_the_nvidia_ssm_parameter():
 def test_pinned_ami_version_renders_the_al2023_alias_without_ami_family():
     """Issue 14: the SSM 'recommended' parameter re-rolls every GPU node on each AMI release; the AL2023
     alias resolves the NVIDIA variant per instance type (Karpenter >= v1.0), so it pins a release."""
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import ec2nodeclass
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.pools_check import resolve_settings
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.karpenter import ec2nodeclass
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.pools_check import resolve_settings
     pool = normalize_pool({"name": "p", "gpu_type": "l4", "zones": ["us-east-1a"], "max_nodes": 1})
     cls = ec2nodeclass(pool, resolve_settings({"gpu_pools_eks_ami_version": "v20251103"}), "c")
     assert cls["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20251103"}]

@@ -8,11 +8,11 @@ import pytest
 import yaml
 
 from crd_schema import assert_crs_valid, validate_crs
-from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import karpenter_objects
-from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import example_job, placement
-from ansible_collections.gpufleet.k8s.plugins.module_utils.pools_check import resolve_settings
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.karpenter import karpenter_objects
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.placement import example_job, placement
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.pools_check import resolve_settings
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 P0 = "gpufleet_gpu_pools[0]"

@@ -1,4 +1,4 @@
-"""module_utils/mig_layout.py: parsing the documented nvidia-smi formats, planning, refusals, apply.
+"""module_utils/node/mig_layout.py: parsing the documented nvidia-smi formats, planning, refusals, apply.
 
 Inputs: tests/fixtures/nvidia-smi/mig (hand-written in NVIDIA's documented formats, see its README),
 the recorded H200 XML (product name), and tests/standin/nvidia-smi-mig.py (the labelled stand-in) run
@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import mig_layout as ml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node import mig_layout as ml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIX = os.path.join(ROOT, "tests", "fixtures", "nvidia-smi")

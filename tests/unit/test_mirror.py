@@ -6,12 +6,13 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import mirror_manifest, mirror_scripts, mirror_urls
-from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import settings
-from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import driver_plan
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import mirror_manifest, mirror_scripts
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import mirror_urls
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.addons import settings
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node.driver_packages import driver_plan
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import Problems
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 
 POOLS = [{"name": "train", "gpu_type": "a100-80gb", "gpus_per_node": 8, "max_nodes": 2},
          {"name": "old", "gpu_type": "v100", "max_nodes": 1}]

@@ -1,6 +1,7 @@
-"""The shape of plugins/module_utils: every module imports on its own, the import graph between them
-has no loop, imports sit at module level (none hidden in a function to dodge a loop), and no module
-grows past MAX_LINES (the vendored copies under _vendor excepted)."""
+"""The shape of plugins/module_utils: one package per stage, layered (a package imports only its own
+modules and the packages below it), every module imports on its own, the import graph between them has
+no loop, imports sit at module level (none hidden in a function to dodge a loop), and no module grows
+past MAX_LINES (the vendored copies under _vendor excepted)."""
 import ast
 import os
 import subprocess
@@ -13,34 +14,52 @@ COLLECTIONS = os.path.join(ROOT, "collections")
 MODULE_UTILS = os.path.join(COLLECTIONS, "ansible_collections", "gpufleet", "k8s", "plugins", "module_utils")
 PACKAGE = "ansible_collections.gpufleet.k8s.plugins.module_utils"
 MAX_LINES = 450
+# The layers, lowest first. A module may import modules of its own package and of packages on a lower
+# layer, never a package on its own layer or above: core imports nothing of ours, model only core, the
+# stage packages (and kube, the API client) only core and model, day2 and fleet gather the stages,
+# and preflight (the one module at the top) may import anything.
+LAYERS = [("core",), ("model",), ("kube", "node", "runtime", "pools", "addons"), ("day2",), ("fleet",), ("",)]
+LAYER = dict((pkg, i) for i, pkgs in enumerate(LAYERS) for pkg in pkgs)
+
+
+def package_of(name):
+    return name.rsplit(".", 1)[0] if "." in name else ""
 
 
 def module_names():
-    return sorted(f[:-3] for f in os.listdir(MODULE_UTILS) if f.endswith(".py") and f != "__init__.py")
+    """Every module as "package.module" ("preflight" for the one at the top), _vendor excepted."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(MODULE_UTILS):
+        dirnames[:] = [d for d in dirnames if d not in ("_vendor", "__pycache__")]
+        rel = os.path.relpath(dirpath, MODULE_UTILS).replace(os.sep, ".")
+        for f in filenames:
+            if f.endswith(".py") and f != "__init__.py":
+                out.append(f[:-3] if rel == "." else rel + "." + f[:-3])
+    return sorted(out)
+
+
+def path_of(name):
+    return os.path.join(MODULE_UTILS, *name.split(".")) + ".py"
 
 
 def parse(name):
-    with open(os.path.join(MODULE_UTILS, name + ".py")) as handle:
+    with open(path_of(name)) as handle:
         return ast.parse(handle.read(), name)
 
 
 def gpufleet_targets(node, names):
-    """The gpufleet module_utils modules an import statement names ([] for any other import)."""
+    """The gpufleet module_utils modules ("package.module") an import statement names ([] for any other)."""
+    found = []
     if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-        if node.module == PACKAGE:
-            return [a.name for a in node.names if a.name in names]
-        if node.module.startswith(PACKAGE + "."):
-            first = node.module[len(PACKAGE) + 1:].split(".", 1)[0]
-            return [first] if first in names else []
-    if isinstance(node, ast.ImportFrom) and node.level > 0:   # relative imports inside module_utils
-        first = (node.module or "").split(".", 1)[0]
-        if first:
-            return [first] if first in names else []
-        return [a.name for a in node.names if a.name in names]
-    if isinstance(node, ast.Import):
-        return [a.name[len(PACKAGE) + 1:].split(".", 1)[0] for a in node.names
-                if a.name.startswith(PACKAGE + ".") and a.name[len(PACKAGE) + 1:].split(".", 1)[0] in names]
-    return []
+        if node.module == PACKAGE or node.module.startswith(PACKAGE + "."):
+            base = node.module[len(PACKAGE) + 1:]
+            if base in names:
+                found.append(base)
+            else:
+                found.extend((base + "." if base else "") + a.name for a in node.names)
+    elif isinstance(node, ast.Import):
+        found.extend(a.name[len(PACKAGE) + 1:] for a in node.names if a.name.startswith(PACKAGE + "."))
+    return [t for t in found if t in names]
 
 
 def import_graph():
@@ -89,9 +108,10 @@ def test_find_cycle_finds_loops_and_only_loops(graph, cycle):
 def test_the_import_graph_is_read_from_the_source():
     graph = import_graph()
     # known edges, so that an empty graph (a parser that finds nothing) cannot pass the loop test
-    assert "mirror_urls" in graph["addons"]
-    assert "karpenter_v1alpha5" in graph["pools_check"]
-    assert "spec" in graph["karpenter"]
+    assert "core.mirror_urls" in graph["addons.addons"]
+    assert "pools.karpenter_v1alpha5" in graph["pools.pools_check"]
+    assert "model.spec" in graph["pools.karpenter"]
+    assert "addons.dcgm_exporter" in graph["addons.gpu_operator"]
 
 
 def test_module_utils_import_graph_is_acyclic():
@@ -110,10 +130,10 @@ def function_level_imports(tree, names):
 
 
 def test_function_level_import_detector():
-    names = {"addons", "mirror_urls"}
-    tree = ast.parse("from %s import addons\n\ndef f():\n    from %s.mirror_urls import x\n    import os\n"
+    names = {"addons.addons", "core.mirror_urls"}
+    tree = ast.parse("from %s.addons import addons\n\ndef f():\n    from %s.core.mirror_urls import x\n    import os\n"
                      % (PACKAGE, PACKAGE))
-    assert function_level_imports(tree, names) == ["line 4 imports mirror_urls"]
+    assert function_level_imports(tree, names) == ["line 4 imports core.mirror_urls"]
 
 
 @pytest.mark.parametrize("name", module_names())
@@ -123,7 +143,7 @@ def test_no_function_level_import_of_module_utils(name):
 
 @pytest.mark.parametrize("name", module_names())
 def test_module_is_at_most_max_lines(name):
-    with open(os.path.join(MODULE_UTILS, name + ".py")) as handle:
+    with open(path_of(name)) as handle:
         lines = len(handle.read().splitlines())
     assert lines <= MAX_LINES, "%s.py has %d lines; split it (at most %d)" % (name, lines, MAX_LINES)
 
@@ -143,3 +163,39 @@ def test_modules_import_alone_in_a_fresh_interpreter():
     proc = subprocess.run([sys.executable, "-c", script] + module_names(), capture_output=True, text=True, env=env,
                           cwd=ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def layer_problems(graph):
+    out = []
+    for name, deps in sorted(graph.items()):
+        pkg = package_of(name)
+        for dep in deps:
+            other = package_of(dep)
+            if other != pkg and LAYER[other] >= LAYER[pkg]:
+                out.append("%s imports %s (package %s may import only %s and the packages below it: %s)"
+                           % (name, dep, pkg or "<top>", pkg or "<top>",
+                              ", ".join(p for p in LAYER if LAYER[p] < LAYER[pkg]) or "none"))
+    return out
+
+
+@pytest.mark.parametrize("graph, problems", [
+    ({"core.a": ["core.b"], "core.b": [], "model.m": ["core.a"]}, 0),
+    ({"core.a": ["model.m"], "model.m": []}, 1),          # core imports nothing of ours
+    ({"pools.p": ["addons.a"], "addons.a": []}, 1),       # stage packages do not import each other
+    ({"day2.d": ["pools.p", "model.m"], "pools.p": [], "model.m": []}, 0),
+    ({"preflight": ["fleet.f", "core.a"], "fleet.f": [], "core.a": []}, 0),
+])
+def test_layer_rule_finds_violations(graph, problems):
+    assert len(layer_problems(graph)) == problems
+
+
+def test_every_module_sits_in_a_known_package():
+    unknown = sorted(n for n in module_names() if package_of(n) not in LAYER)
+    assert unknown == [], "module_utils packages not in LAYERS: %s" % unknown
+    for pkg in LAYER:
+        if pkg:
+            assert os.path.isfile(os.path.join(MODULE_UTILS, pkg, "__init__.py")), pkg
+
+
+def test_packages_are_layered():
+    assert layer_problems(import_graph()) == []

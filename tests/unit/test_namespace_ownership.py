@@ -1,13 +1,13 @@
 """Issue 30 item 5: gpufleet labels, relaxes and deletes only namespaces it created
-(module_utils/namespace_ownership.py). Tables over (rendered objects, live Namespace, state) -> (what is
+(module_utils/model/namespace_ownership.py). Tables over (rendered objects, live Namespace, state) -> (what is
 applied or deleted, what the run says); the preflight refusal of system namespaces per variable.
 The real control plane runs the same decisions in tests/integration/test_cp_namespace_ownership.py."""
 import copy
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import namespace_ownership as nso
-from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import namespace
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model import namespace_ownership as nso
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.addons import namespace
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
 
 COMPONENT = "cluster/dcgm-exporter"
@@ -184,12 +184,12 @@ def test_exporter_namespace_to_probe_may_be_a_system_one():
     errors = run_preflight(params(gpu_validate_exporter_namespace="kube-system"))[0]
     assert not [e for e in errors if e.startswith("gpu_validate_exporter_namespace")], errors
 def test_records_namespace_is_the_apply_tree_parent_namespace():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.apply_tree import PARENT_NAMESPACE
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.apply_tree import PARENT_NAMESPACE
     assert nso.RECORDS_NAMESPACE == PARENT_NAMESPACE
 
 
 # ------------------------------------------------------------------------------------------------
-# The hook in the tree apply (module_utils/apply_run.py run_tree): what reaches the API server
+# The hook in the tree apply (module_utils/kube/apply_run.py run_tree): what reaches the API server
 # ------------------------------------------------------------------------------------------------
 
 class FakeServer(object):
@@ -219,7 +219,7 @@ class FakeServer(object):
 
 
 def run_tree_on(live_ns, state):
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.apply_run import run_tree
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.apply_run import run_tree
     server = FakeServer({"/api/v1/namespaces/team-a": live_ns} if live_ns else {})
     out = run_tree(server, COMPONENT, [NS, CM], state=state, prune=False, workers=1)
     return out, [(method, path) for method, path, _ in server.calls], server
@@ -245,7 +245,7 @@ def test_tree_apply_creates_the_namespace_with_its_creator_and_deletes_it_on_abs
     assert calls[0][0:2] == ("PATCH", "/api/v1/namespaces/team-a")
     assert server.live["/api/v1/namespaces/team-a"]["metadata"]["annotations"] == {nso.CREATED_BY: COMPONENT}
     assert "warnings" not in out
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.apply_run import run_tree
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.apply_run import run_tree
     out = run_tree(server, COMPONENT, [NS, CM], state="absent", prune=False, workers=1)
     assert ("DELETE", "/api/v1/namespaces/team-a", None) in server.calls
     assert "is deleted with everything in it" in out["warnings"][0]
@@ -289,8 +289,8 @@ def test_transient_filter_reads_k8s_info_resources():
 # ------------------------------------------------------------------------------------------------
 
 def parent(component, namespaces):
-    """An ApplySet parent Secret as module_utils/apply_tree.py writes it."""
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.apply_tree import parent_object
+    """An ApplySet parent Secret as module_utils/kube/apply_tree.py writes it."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.apply_tree import parent_object
     return parent_object(component, [("", "ConfigMap")], namespaces)
 
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.modules.node_labels import wanted_nodes
 
 TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}

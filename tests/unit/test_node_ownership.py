@@ -1,4 +1,4 @@
-"""Labels and taints gpufleet owns on Nodes (module_utils/node_ownership.py): the read-modify-write
+"""Labels and taints gpufleet owns on Nodes (module_utils/pools/node_ownership.py): the read-modify-write
 that keeps everyone else's taints, ownership recorded on the Node, never a Node created or deleted.
 
 tests/helpers/k8s_fake.py stands in for the API server's merge-patch and resourceVersion
@@ -10,10 +10,16 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.filter.nodes import gpu_pool_nodes, pool_node_objects
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import (
-    OWNED_ANNOTATION, converge, node_names, owned, plan_diff, plan_node, plan_nodes)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.node_ownership import (
+    OWNED_ANNOTATION,
+    converge,
+    owned,
+    plan_diff,
+    plan_node,
+    plan_nodes)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.node_names import node_names
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 from k8s_fake import FakeNodeApi, Store, merge_patch
 
 FIXTURE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "k8s", "nodes.json")

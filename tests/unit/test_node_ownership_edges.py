@@ -1,4 +1,4 @@
-"""Node ownership (module_utils/node_ownership.py): what mutation testing (scripts/mutation.sh) showed no
+"""Node ownership (module_utils/pools/node_ownership.py): what mutation testing (scripts/mutation.sh) showed no
 test would notice. Taints after a dropped one stay (others' and gpufleet's); a value gpufleet owns changes
 without a conflict, one someone else changed is a conflict; repeated 409s end in an error after the
 retries, not a loop; a malformed ownership record is refused naming the Node; ``force`` reaches the patch,
@@ -11,8 +11,9 @@ import json
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import node_ownership as no
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model import node_names as nn
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools import node_ownership as no
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 from k8s_fake import FakeNodeApi, Store, merge_patch
 
 GPU = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
@@ -175,17 +176,17 @@ def test_missing_nodes_are_all_named_with_the_host_or_the_name():
 def test_node_name_length_limit(name, ok):
     hostvars = {"h": {no.NODE_NAME_VAR: name}}
     if ok:
-        assert no.node_names(["h"], hostvars) == {"h": name}
+        assert nn.node_names(["h"], hostvars) == {"h": name}
     else:
         with pytest.raises(GpufleetError):
-            no.node_names(["h"], hostvars)
+            nn.node_names(["h"], hostvars)
 
 
 def test_every_bad_host_is_reported():
     hostvars = {"Bad_1": {}, "b": {no.NODE_NAME_VAR: "Bad_2"}, "c": {no.NODE_NAME_VAR: "n"},
                 "d": {no.NODE_NAME_VAR: "n"}, "e": {no.NODE_NAME_VAR: "n"}, "f": {no.NODE_NAME_VAR: ""}, "ok": None}
     with pytest.raises(GpufleetError) as err:
-        no.node_names(["Bad_1", "b", "c", "d", "e", "f", "ok"], hostvars)
+        nn.node_names(["Bad_1", "b", "c", "d", "e", "f", "ok"], hostvars)
     expected = [
         "gpufleet_node_name (host Bad_1): 'Bad_1' is not a Kubernetes Node name (lowercase RFC 1123 DNS subdomain); "
         "set gpufleet_node_name to the host's Node name (kubectl get nodes)",
@@ -194,8 +195,8 @@ def test_every_bad_host_is_reported():
         "gpufleet_node_name (host e): Node 'n' is already the Node of host c; each host needs its own Node",
     ]
     assert err.value.details == {"errors": expected} and err.value.msg == "; ".join(expected)
-    assert no.node_names(["f", "ok"], hostvars) == {"f": "f", "ok": "ok"}  # empty: the inventory name
-    assert no.node_names(["x"], {"x": {no.NODE_NAME_VAR: 10}}) == {"x": "10"}
+    assert nn.node_names(["f", "ok"], hostvars) == {"f": "f", "ok": "ok"}  # empty: the inventory name
+    assert nn.node_names(["x"], {"x": {no.NODE_NAME_VAR: 10}}) == {"x": "10"}
 
 
 def test_diff_text_lists_labels_taints_and_the_record():

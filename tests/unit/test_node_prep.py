@@ -1,4 +1,4 @@
-"""gpu_node_prep's per-host plan (module_utils/node_prep.py) and the preflight of its inputs (issue 15).
+"""gpu_node_prep's per-host plan (module_utils/node/node_prep.py) and the preflight of its inputs (issue 15).
 
 The Debian path runs for real in molecule/gpu_node_prep; the Rocky 9 path runs the real rpm/dnf
 against stand-in repositories in tests/integration/test_node_prep_redhat.py.
@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.node_prep import node_prep_plan
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node.node_prep import node_prep_plan
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
 
 BASE = {"platform": "kubeadm", "cluster_name": "c1", "addons_mode": "standalone", "apply": False,

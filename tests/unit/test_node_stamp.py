@@ -1,4 +1,4 @@
-"""The node stage's converged stamp (module_utils/node_stamp.py): fingerprint, comparison, inputs digest.
+"""The node stage's converged stamp (module_utils/node/node_stamp.py): fingerprint, comparison, inputs digest.
 
 Real parts where they run here: files on a real temporary tree, the real dpkg-query of this Debian
 machine. systemctl output is a recorded sample from a Debian 12 systemd container (PID 1 of this
@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp as ns
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError, Problems
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node import node_stamp as ns
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError, Problems
 
 SYSTEMCTL_SHOW = """Id=containerd.service
 ActiveState=active

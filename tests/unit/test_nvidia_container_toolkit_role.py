@@ -139,7 +139,7 @@ def _version_key(version):
 def test_default_pin_is_a_toolkit_that_reads_runtime_config_source():
     """RUNTIME_CONFIG_SOURCE (and the containerd conf.d drop-in) exist from toolkit 1.18 on; the
     host pin follows the 1.18 line the pinned GPU Operator chart ships."""
-    from ansible_collections.gpufleet.k8s.plugins.module_utils import versions
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.core import versions
     pin = load("defaults/main.yml")["nvidia_container_toolkit_version"]
     assert _version_key(pin) >= (1, 18, 0, 0), pin
     chart_toolkit = versions.OPERATOR_COMPONENTS["NVIDIA Container Toolkit (toolkit.version)"].lstrip("v")

@@ -3,7 +3,7 @@ import os
 
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_compat import defaults as driver_defaults
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node.driver_compat import defaults as driver_defaults
 
 ROLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                     "roles", "nvidia_driver")

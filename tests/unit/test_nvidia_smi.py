@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 from ansible_run import CHECKOUT_PATHS, ansible
-from ansible_collections.gpufleet.k8s.plugins.module_utils.nvidia_smi import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node.nvidia_smi import (
     NvidiaSmiParseError, arch_for_device_id, classify_failure, gpu_info, loaded_modules, parse_smi_xml, scan_pci)
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "nvidia-smi")
@@ -194,7 +194,7 @@ def test_pci_scan_keeps_only_nvidia_display_controllers(tmp_path, listing, expec
                                            ("pci-container-no-gpu.txt", 0)])
 def test_nvswitches_are_found_on_the_pci_bus(tmp_path, listing, count):
     """Issue 15 item 6: NVSwitch bridges (class 0x0680) tell an HGX board, which needs Fabric Manager."""
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.nvidia_smi import scan_nvswitches
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.node.nvidia_smi import scan_nvswitches
     devices = make_sysfs(tmp_path, listing)
     found = scan_nvswitches(devices)
     assert len(found) == count

@@ -5,7 +5,7 @@ import os
 
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.onboard import inventory_files, propose
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.onboard import inventory_files, propose
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIX = os.path.join(ROOT, "tests", "fixtures", "report")

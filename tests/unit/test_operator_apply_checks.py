@@ -9,9 +9,9 @@ import os
 import jsonschema
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.cluster_access import (
     access_problem, connection, helm_connection, helm_problem, olm_problem, retired)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.gpu_operator import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.gpu_operator import (
     cluster_policy_objects, operator_values)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
 
@@ -108,7 +108,7 @@ CP = {"metadata": {"name": "gpu-cluster-policy"}}
     ("operator", [], [CP], ""),
 ])
 def test_mode_switch_refuses_two_device_plugins(mode, ds, cp, expect):
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.mode_switch import switch_problem
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.mode_switch import switch_problem
     got = switch_problem(mode, ds, cp, "inventories/prod")
     if expect:
         assert expect in got and "Nothing was applied" in got and "-i inventories/prod" in got

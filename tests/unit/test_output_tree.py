@@ -1,11 +1,11 @@
 """Where output goes (gpufleet_build_dir, the inventory name) and the staged, all-or-nothing render
-(module_utils/output_tree.py), on real directories under tmp_path."""
+(module_utils/core/output_tree.py), on real directories under tmp_path."""
 import os
 import tempfile
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import output_tree as ot
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import output_tree as ot
 
 
 @pytest.fixture()

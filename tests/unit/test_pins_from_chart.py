@@ -1,4 +1,4 @@
-"""scripts/pins-from-chart.py: a chart version's values.yaml against module_utils/versions.py."""
+"""scripts/pins-from-chart.py: a chart version's values.yaml against module_utils/core/versions.py."""
 import json
 import os
 import subprocess
@@ -7,7 +7,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import versions
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import versions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "scripts", "pins-from-chart.py")

@@ -5,9 +5,9 @@ import pytest
 from k8s_schema import assert_valid
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.k8s.plugins.filter.placement import gpu_pod_placement, gpu_pool_examples
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import example_job, placement, resource_name
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.placement import example_job, placement, resource_name
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pool
 
 GPU_TOL = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 SPOT_TOL = {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}

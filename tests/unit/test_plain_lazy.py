@@ -8,7 +8,7 @@ import textwrap
 from ansible_run import CHECKOUT_PATHS, ansible
 
 PROBE = '''
-from ansible_collections.gpufleet.k8s.plugins.module_utils import plain as P
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import plain as P
 
 
 def slow(value):
@@ -95,7 +95,7 @@ def test_fast_path_equals_item_by_item_on_real_lazy_containers(tmp_path):
 
 
 def test_template_free_copy():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import template_free_copy
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.core.plain import template_free_copy
     value = {"a": [1, "x", None, 0.5, True], "b": {"c": "d"}, "t": (1, 2)}
     assert template_free_copy(value) == (True, {"a": [1, "x", None, 0.5, True], "b": {"c": "d"}, "t": [1, 2]})
     assert template_free_copy({"a": ["{{ x }}"]}) == (False, None)
@@ -112,7 +112,7 @@ class _TaggedInt(int):
 
 
 def test_template_free_copy_fast_path_matches_the_general_walk():
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import (
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.core.plain import (
         _template_free_copy_general, template_free_copy)
     value = {"pools": [{"name": _Tagged("a"), "n": _TaggedInt(2), "t": ("x", None), "deep": [[{"k": 1.5}]]}],
              _Tagged("key"): True, "s": "plain"}

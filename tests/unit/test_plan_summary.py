@@ -1,9 +1,9 @@
-"""plan.md (module_utils/plan_summary.py): the exact text, for a render and an apply run."""
+"""plan.md (module_utils/fleet/plan_summary.py): the exact text, for a render and an apply run."""
 import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.k8s.plugins.filter.plan_summary import gpufleet_plan_summary
-from ansible_collections.gpufleet.k8s.plugins.module_utils.plan_summary import plan_markdown
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.plan_summary import plan_markdown
 
 PLAN = {"cluster_name": "prod", "platform": "gke", "apply": False, "addons_mode": "standalone",
         "pools": [{"name": "train", "gpu_type": "a100-80gb", "gpus_per_node": 8, "min_nodes": 0, "max_nodes": None,

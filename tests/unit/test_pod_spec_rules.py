@@ -1,12 +1,12 @@
-"""The API server's cross-field pod spec rules (module_utils/pod_spec_rules.py), and render_manifests
+"""The API server's cross-field pod spec rules (module_utils/model/pod_spec_rules.py), and render_manifests
 refusing an object that breaks one before anything is written (issue 30: the MPS control daemon had
 hostPID and shareProcessNamespace, which the API server refuses, and failed halfway through an apply)."""
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import device_plugin_objects
-from ansible_collections.gpufleet.k8s.plugins.module_utils.pod_spec_rules import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import device_plugin_objects
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.pod_spec_rules import (
     object_problems, pod_spec, pod_spec_problems)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 from ansible_collections.gpufleet.k8s.plugins.modules import render_manifests
 from ansible_collections.gpufleet.k8s.plugins.plugin_utils.controller_module import run_in_process
 

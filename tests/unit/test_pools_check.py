@@ -5,7 +5,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import pools_check, spec
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools import pools_check
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model import spec
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

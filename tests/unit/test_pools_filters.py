@@ -3,7 +3,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.filter import pools as f
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pool
 
 
 def plan(platform, **pool):

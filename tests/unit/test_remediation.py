@@ -1,4 +1,4 @@
-"""GPU health remediation decisions (module_utils/remediation.py, remediation_metrics.py,
+"""GPU health remediation decisions (module_utils/fleet/remediation.py, remediation_metrics.py,
 remediation_run.py) as tables: which XID means what, which node is unhealthy and why, which limit holds
 a node, what each patch writes and what the way back undoes. The real API server, drain and Prometheus
 are exercised in tests/integration/test_cp_remediation.py."""
@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils import remediation as rem
-from ansible_collections.gpufleet.k8s.plugins.module_utils import remediation_metrics as metrics
-from ansible_collections.gpufleet.k8s.plugins.module_utils import remediation_run as run
-from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import Conflict
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import remediation as rem
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import remediation_metrics as metrics
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import remediation_run as run
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.node_ownership import Conflict
 
 POOLS = [{"name": "train", "min_nodes": 2}, {"name": "infer", "min_nodes": 0}]
 

@@ -3,8 +3,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import object_filename, plan_render, write_planned
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.render import object_filename, plan_render, write_planned
 
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b", "namespace": "x"}, "data": {"k": "a\nb\n"}}
 NS = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}
@@ -53,7 +53,7 @@ def test_object_without_kind_or_name_is_refused(obj):
 
 
 def test_plan_files_sees_mode_changes_and_apply_sets_modes(tmp_path):
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.render import file_diffs, plan_files
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.core.render import file_diffs, plan_files
     modes = {"fetch.sh": 0o755}
     writes = plan_files(str(tmp_path), {"fetch.sh": "#!/bin/sh\n", "a.md": "x\n"}, modes)
     write_planned(str(tmp_path), writes, [], modes)

@@ -11,10 +11,10 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import repo_keys
-from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import driver_plan
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import repo_keys
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node.driver_packages import driver_plan
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
-from ansible_collections.gpufleet.k8s.plugins.module_utils.versions import REPO_KEYS
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.versions import REPO_KEYS
 
 CUDA = "https://developer.download.nvidia.com/compute/cuda/repos"
 POOLS = [{"name": "p1", "gpu_type": "l4"}]

@@ -9,7 +9,7 @@ import zlib
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet_report import build_report, render_files
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report import build_report, render_files
 from report_fixtures import live, plan_of
 
 BLUE = (0x25, 0x63, 0xeb)     # GPUs per pool

@@ -1,9 +1,9 @@
-"""module_utils/role_specs: the roles' argument specs read as the one source of input defaults."""
+"""module_utils/core/role_specs: the roles' argument specs read as the one source of input defaults."""
 import os
 
 import yaml
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import role_specs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

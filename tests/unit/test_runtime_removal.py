@@ -10,10 +10,10 @@ import shutil
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_plan as cplan
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_toml as ctoml
-from ansible_collections.gpufleet.k8s.plugins.module_utils import runtime_removal as rr
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import containerd_plan as cplan
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import containerd_toml as ctoml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import runtime_removal as rr
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 
 # scripts/harness-setup.sh installs Debian's containerd: validation runs for real, never skipped.
 CONTAINERD = shutil.which("containerd") or "/usr/bin/containerd"

@@ -2,8 +2,8 @@
 import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.filter.nodes import pool_node_objects
-from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import plugin_configs, pool_plugin_config
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import plugin_configs, pool_plugin_config
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 from k8s_schema import assert_valid
 
 POOLS = normalize_pools([

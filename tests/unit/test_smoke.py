@@ -2,9 +2,9 @@
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.filter.day2 import gpu_smoke_jobs
-from ansible_collections.gpufleet.k8s.plugins.module_utils.smoke import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.smoke import (
     job_result, metrics_job, rollout_failures, smoke_results)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 from k8s_schema import assert_valid
 
 POOLS = normalize_pools([

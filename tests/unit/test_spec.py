@@ -4,7 +4,7 @@ import copy
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pool
 
 GOOD_POOL = {"name": "train-a100", "gpu_type": "a100-80gb", "gpus_per_node": 8, "max_nodes": 2,
              "sharing": {"mode": "mig", "mig_strategy": "single", "mig_profile": "1g.10gb", "mig_preconfigured": True}}

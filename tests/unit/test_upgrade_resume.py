@@ -2,8 +2,8 @@
 drain options gpufleet exposes, and instructions that name gpufleet's own variables."""
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import Problems
-from ansible_collections.gpufleet.k8s.plugins.module_utils.upgrade_plan import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import Problems
+from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.upgrade_plan import (
     FAILED_ANNOTATION, IN_PROGRESS_ANNOTATION, check, failure_note, leftover_nodes, plan_upgrade)
 
 

@@ -9,9 +9,9 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.filter.day2 import gpu_smoke_jobs, gpu_validate_exporter
-from ansible_collections.gpufleet.k8s.plugins.module_utils.smoke import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.smoke import (
     final_verdicts, job_verdicts, metrics_job, split_verdicts, verdicts_done)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 from k8s_schema import assert_valid
 from pod_security import restricted_violations
 

@@ -1,1 +1,1 @@
-../../../collections/ansible_collections/gpufleet/k8s/plugins/module_utils/mig_layout.py
+../../../collections/ansible_collections/gpufleet/k8s/plugins/module_utils/node/mig_layout.py

@@ -75,7 +75,7 @@ def warm_controller_side(collection=COLLECTION):
         for info in pkgutil.iter_modules(actions.__path__):
             importlib.import_module("%s.action.%s" % (base, info.name))
             warmed.append("action/" + info.name)
-        role_specs = importlib.import_module(base + ".module_utils.role_specs")
+        role_specs = importlib.import_module(base + ".module_utils.core.role_specs")
         warmed.extend("argument_specs/" + role for role in sorted(role_specs.roles()))
     except Exception:  # pylint: disable=broad-except  # the task that needs it reports the real error
         pass

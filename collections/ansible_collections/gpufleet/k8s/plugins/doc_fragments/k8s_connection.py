@@ -2,7 +2,7 @@
 # Copyright: gpufleet contributors
 # Apache License 2.0
 """Connection options of gpufleet's Kubernetes modules (group gpufleet.k8s.k8s), documented once;
-the matching argument spec is module_utils.cluster_access.CONNECTION_ARG_SPEC."""
+the matching argument spec is module_utils.kube.cluster_access.CONNECTION_ARG_SPEC."""
 
 from __future__ import absolute_import, division, print_function
 

@@ -13,12 +13,12 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import dcgm_exporter, gpu_operator
-from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import settings
-from ansible_collections.gpufleet.k8s.plugins.module_utils.addons_preflight import addon_problems
-from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import device_plugin_objects
-from ansible_collections.gpufleet.k8s.plugins.module_utils.nfd import nfd_objects
-from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import dcgm_exporter, gpu_operator
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.addons import settings
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.addons_preflight import addon_problems
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import device_plugin_objects
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.nfd import nfd_objects
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.plain import plain
 
 
 def _guard(func, *args):

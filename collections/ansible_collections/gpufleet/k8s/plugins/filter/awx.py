@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.awx_survey import workflow_nodes
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.awx_survey import workflow_nodes
 
 
 class FilterModule(object):

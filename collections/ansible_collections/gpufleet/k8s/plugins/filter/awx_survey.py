@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufleet contributors
 # Apache License 2.0
-"""Filters for AWX surveys (module_utils/awx_survey.py): typed answers, node stage batches."""
+"""Filters for AWX surveys (module_utils/fleet/awx_survey.py): typed answers, node stage batches."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -9,8 +9,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.awx_survey import parse_answers, serial_batches
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.awx_survey import parse_answers, serial_batches
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 
 
 def awx_survey_answers(answers):

@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import cluster_access
+from ansible_collections.gpufleet.k8s.plugins.module_utils.kube import cluster_access
 
 
 class FilterModule(object):

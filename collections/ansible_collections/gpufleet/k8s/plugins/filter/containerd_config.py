@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.containerd_presets import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime.containerd_presets import (
     PLATFORM_PRESETS, PRESETS, check_inputs)
 
 

@@ -7,11 +7,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.expected import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.expected import (
     expected_resources, format_table, validate_nodes)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.smoke import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.smoke import (
     exporter_target, job_result, metrics_job, rollout_failures, smoke_job, smoke_results)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.upgrade_plan import failure_note, leftover_nodes, plan_upgrade
+from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.upgrade_plan import failure_note, leftover_nodes, plan_upgrade
 
 
 def gpu_validation(nodes, pools, smoke=None, metrics=None, slices=None):

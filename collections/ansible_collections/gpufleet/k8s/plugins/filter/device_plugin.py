@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.device_plugin import plugin_configs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import plugin_configs
 
 
 class FilterModule(object):

@@ -9,15 +9,15 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.dra import claims_for_pools
-from ansible_collections.gpufleet.k8s.plugins.module_utils.dra_driver import chart, driver_values, settings
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.dra import claims_for_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.dra_driver import chart, driver_values, settings
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.plain import plain
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pool
 
 
 def gpu_dra_driver_values(plan, extra):
-    """Helm values of the nvidia-dra-driver-gpu release (module_utils/dra.py driver_values)."""
+    """Helm values of the nvidia-dra-driver-gpu release (module_utils/model/dra.py driver_values)."""
     try:
         return driver_values(plain(plan), plain(extra) or {})
     except GpufleetError as exc:

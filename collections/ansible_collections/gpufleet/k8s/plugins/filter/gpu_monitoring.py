@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufleet contributors
 # Apache License 2.0
-"""Filters of role gpu_monitoring (module_utils/gpu_monitoring.py): dashboard, alert rules."""
+"""Filters of role gpu_monitoring (module_utils/addons/gpu_monitoring.py): dashboard, alert rules."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -9,9 +9,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_monitoring
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain as _plain
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import gpu_monitoring
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.plain import plain as _plain
 
 
 def gpu_monitoring_problems(plan, inputs):

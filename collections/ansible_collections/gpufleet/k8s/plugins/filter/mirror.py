@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror_urls import mirror_image, mirror_url
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.mirror_urls import mirror_image, mirror_url
 
 
 def gpufleet_mirror_image(ref, prefix):

@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.mode_switch import switch_problem
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.mode_switch import switch_problem
 
 
 class FilterModule(object):

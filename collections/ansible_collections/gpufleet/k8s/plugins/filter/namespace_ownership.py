@@ -1,15 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufleet contributors
 # Apache License 2.0
-"""Filters of namespace ownership (module_utils/namespace_ownership.py): which namespaces gpufleet may
+"""Filters of namespace ownership (module_utils/model/namespace_ownership.py): which namespaces gpufleet may
 label, relax and delete."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.namespace_ownership import transient_problem
-from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.namespace_ownership import transient_problem
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.plain import plain
 
 
 def namespace_transient_problem(resources, variable, component):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufleet contributors
 # Apache License 2.0
-"""The node stage's inputs digest (module_utils/node_stamp.py), taken on the controller."""
+"""The node stage's inputs digest (module_utils/node/node_stamp.py), taken on the controller."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -11,8 +11,8 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.node_stamp import inputs_digest
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node.node_stamp import inputs_digest
 
 # This collection's plugins (modules, module_utils, filters): a new gpufleet version is a new input.
 PLUGINS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -9,10 +9,10 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import node_names
-from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain
-from ansible_collections.gpufleet.k8s.plugins.module_utils.selfmanaged import node_objects, pool_nodes
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.node_names import node_names
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.plain import plain
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.selfmanaged import node_objects, pool_nodes
 
 
 def _pool_nodes(pools, groups, hostvars):

@@ -7,9 +7,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_packages import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node.driver_packages import (
     driver_plan)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.driver_host import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node.driver_host import (
     apt_kernel_plan, container_verdict, module_stream_switch, reboot_decision, stale_pinning_packages, stale_versionlocks)
 
 

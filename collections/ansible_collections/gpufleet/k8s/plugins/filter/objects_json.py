@@ -17,7 +17,7 @@ import json
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.plain import plain
 
 
 def gpufleet_objects_json(objects):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufleet contributors
 # Apache License 2.0
-"""Filter of playbooks/onboard.yml: a starting inventory from a cluster's Nodes (module_utils/onboard.py)."""
+"""Filter of playbooks/onboard.yml: a starting inventory from a cluster's Nodes (module_utils/fleet/onboard.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.onboard import inventory_files, propose
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.onboard import inventory_files, propose
 
 
 def onboard_inventory(nodes, cluster_name, platform=None):

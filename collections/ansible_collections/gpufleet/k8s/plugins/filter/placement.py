@@ -9,11 +9,11 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.placement import example_jobs, placement
-from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain
-from ansible_collections.gpufleet.k8s.plugins.module_utils.dra import claims_for_pools
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import normalize_pool
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.placement import example_jobs, placement
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.plain import plain
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.dra import claims_for_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pool
 
 
 def gpu_pod_placement(pool, platform, gpus=None, runtime_class=None):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufleet contributors
 # Apache License 2.0
-"""``gpufleet_plan | gpufleet.k8s.plan_summary(files)``: the text of plan.md (module_utils/plan_summary.py)."""
+"""``gpufleet_plan | gpufleet.k8s.plan_summary(files)``: the text of plan.md (module_utils/fleet/plan_summary.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -9,8 +9,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain
-from ansible_collections.gpufleet.k8s.plugins.module_utils.plan_summary import plan_markdown
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.plain import plain
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.plan_summary import plan_markdown
 
 
 def gpufleet_plan_summary(plan, files):

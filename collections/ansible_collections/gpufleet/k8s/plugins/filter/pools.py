@@ -9,12 +9,12 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.gke import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.gke import (
     AUTOPILOT_NOTE, compute_classes, nap_command, nap_config, sharing_notes)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter import karpenter_objects
-from ansible_collections.gpufleet.k8s.plugins.module_utils.pools_check import nap_enabled, resolve_settings
-from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import plain
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import comment, dump_yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.karpenter import karpenter_objects
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.pools_check import nap_enabled, resolve_settings
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.plain import plain
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.render import comment, dump_yaml
 
 
 def _plain(value):

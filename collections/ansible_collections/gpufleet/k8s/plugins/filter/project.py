@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufleet contributors
 # Apache License 2.0
-"""The project directory gpufleet's output paths are relative to (module_utils/output_tree.py)."""
+"""The project directory gpufleet's output paths are relative to (module_utils/core/output_tree.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -11,7 +11,7 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.output_tree import project_dir
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.output_tree import project_dir
 
 
 def gpufleet_project_dir(playbook_dir):

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import base64
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import repo_keys
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import repo_keys
 
 
 def gpufleet_repo_key_problem(content, spec, encoding="text"):

@@ -55,9 +55,9 @@ _raw:
 from ansible.errors import AnsibleError
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import role_specs
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.plain import template_free_copy
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import role_specs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.plain import template_free_copy
 
 
 def select(names, roles=None):

@@ -11,25 +11,25 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import upgrade_plan
-from ansible_collections.gpufleet.k8s.plugins.module_utils import pools_check
-from ansible_collections.gpufleet.k8s.plugins.module_utils import gke
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_presets
-from ansible_collections.gpufleet.k8s.plugins.module_utils import driver_compat
-from ansible_collections.gpufleet.k8s.plugins.module_utils.spec import validate_inventory
-from ansible_collections.gpufleet.k8s.plugins.module_utils import addons_preflight
-from ansible_collections.gpufleet.k8s.plugins.module_utils import mirror_urls
-from ansible_collections.gpufleet.k8s.plugins.module_utils import repo_keys
-from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp
-from ansible_collections.gpufleet.k8s.plugins.module_utils import node_prep
-from ansible_collections.gpufleet.k8s.plugins.module_utils import gpu_monitoring
-from ansible_collections.gpufleet.k8s.plugins.module_utils import awx_survey
-from ansible_collections.gpufleet.k8s.plugins.module_utils import k8s_syntax
-from ansible_collections.gpufleet.k8s.plugins.module_utils import output_tree
-from ansible_collections.gpufleet.k8s.plugins.module_utils import runtime_removal
-from ansible_collections.gpufleet.k8s.plugins.module_utils import input_text
-from ansible_collections.gpufleet.k8s.plugins.module_utils import gitops
-from ansible_collections.gpufleet.k8s.plugins.module_utils import dra_driver
+from ansible_collections.gpufleet.k8s.plugins.module_utils.day2 import upgrade_plan
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools import pools_check
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools import gke
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import containerd_presets
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node import driver_compat
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import validate_inventory
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import addons_preflight
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import mirror_urls
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import repo_keys
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node import node_stamp
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node import node_prep
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import gpu_monitoring
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import awx_survey
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model import k8s_syntax
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import output_tree
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import runtime_removal
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import input_text
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import gitops
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import dra_driver
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []

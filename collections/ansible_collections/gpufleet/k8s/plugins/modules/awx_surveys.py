@@ -64,10 +64,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.awx_survey import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.awx_survey import (
     stage_survey_options, survey_spec, workflow_survey_spec)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.yaml_support import require_yaml
 
 
 def argspec():

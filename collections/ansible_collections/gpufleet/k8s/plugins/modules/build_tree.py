@@ -70,8 +70,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import output_tree
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import output_tree
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 
 
 def argspec():

@@ -78,9 +78,9 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.api_server import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.api_server import (
     ApiError, Lost, Server, list_objects, served_api_versions)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import access_problem, connection_args
+from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.cluster_access import access_problem, connection_args
 
 FIND_KEYS = ("api_version", "kind", "label_selectors", "namespace")
 

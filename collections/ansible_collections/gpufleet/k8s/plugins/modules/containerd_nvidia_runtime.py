@@ -106,7 +106,7 @@ options:
     description:
       - C(present) adds the runtime. The first time it changes a file it records the file's original
         bytes (or that it did not exist) in I(originals_path).
-      - C(absent) takes the runtime out again (module_utils/runtime_removal.py) - a file that still
+      - C(absent) takes the runtime out again (module_utils/runtime/runtime_removal.py) - a file that still
         holds only what gpufleet wrote gets its original back byte for byte (or is removed when
         gpufleet created it, with the directories it created when they are empty); a file edited
         since loses only gpufleet's keys. Each changed file is first copied to
@@ -200,12 +200,12 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_plan as cplan
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_presets as presets
-from ansible_collections.gpufleet.k8s.plugins.module_utils import containerd_validate as cvalidate
-from ansible_collections.gpufleet.k8s.plugins.module_utils import runtime_removal as rr
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.files import change_diffs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import containerd_plan as cplan
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import containerd_presets as presets
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import containerd_validate as cvalidate
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import runtime_removal as rr
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.files import change_diffs
 
 
 def argspec():
@@ -227,7 +227,7 @@ def argspec():
 
 
 def remove(module):
-    """State absent: the plan, validation and writes live in module_utils/runtime_removal.py."""
+    """State absent: the plan, validation and writes live in module_utils/runtime/runtime_removal.py."""
     p = module.params
     try:
         result = rr.plan(p["preset"], p["originals_path"], p["runtime_name"], p["config_path"], p["dropin_path"])

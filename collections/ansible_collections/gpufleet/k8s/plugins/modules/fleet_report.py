@@ -114,10 +114,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet_report import build_report, render_files
-from ansible_collections.gpufleet.k8s.plugins.module_utils.files import sync_files
-from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report import build_report, render_files
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.files import sync_files
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.yaml_support import require_yaml
 
 
 def argspec():

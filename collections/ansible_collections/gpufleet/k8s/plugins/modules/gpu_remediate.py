@@ -122,11 +122,11 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import connection_args
-from ansible_collections.gpufleet.k8s.plugins.module_utils.drain_client import DrainApi
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import FIELD_MANAGER, Conflict
-from ansible_collections.gpufleet.k8s.plugins.module_utils import remediation, remediation_metrics, remediation_run
+from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.cluster_access import connection_args
+from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.drain_client import DrainApi
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.node_ownership import FIELD_MANAGER, Conflict
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import remediation, remediation_metrics, remediation_run
 
 try:
     import kubernetes

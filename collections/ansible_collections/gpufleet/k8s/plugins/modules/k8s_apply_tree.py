@@ -120,11 +120,11 @@ pruned:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.api_server import Server
-from ansible_collections.gpufleet.k8s.plugins.module_utils.apply_run import run_tree
-from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import apply_problem, connection_args
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import objects_from_json
+from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.api_server import Server
+from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.apply_run import run_tree
+from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.cluster_access import apply_problem, connection_args
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.render import objects_from_json
 
 
 def _api_client(params):

@@ -86,11 +86,11 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.files import file_diffs, plan_files, write_planned
-from ansible_collections.gpufleet.k8s.plugins.module_utils.karpenter_v1alpha5 import load_v1alpha5, migrate, migration_notes
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import comment, plan_render
-from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.files import file_diffs, plan_files, write_planned
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.karpenter_v1alpha5 import load_v1alpha5, migrate, migration_notes
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.render import comment, plan_render
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.yaml_support import require_yaml
 
 
 def argspec():

@@ -120,7 +120,7 @@ config:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import mig_layout as ml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node import mig_layout as ml
 
 
 def argspec():

@@ -81,12 +81,12 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.files import sync_files
-from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror_manifest import manifest
-from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror_scripts import manifest_markdown, scripts
-from ansible_collections.gpufleet.k8s.plugins.module_utils.mirror_urls import problems_of
-from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.files import sync_files
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.mirror_manifest import manifest
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.mirror_scripts import manifest_markdown, scripts
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.mirror_urls import problems_of
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.yaml_support import require_yaml
 
 
 def argspec():

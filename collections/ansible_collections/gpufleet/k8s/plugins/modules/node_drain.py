@@ -97,9 +97,9 @@ left_alone:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import connection_args
-from ansible_collections.gpufleet.k8s.plugins.module_utils.drain import DrainError, drain
-from ansible_collections.gpufleet.k8s.plugins.module_utils.drain_client import DrainApi
+from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.cluster_access import connection_args
+from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.drain import DrainError, drain
+from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.drain_client import DrainApi
 
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client

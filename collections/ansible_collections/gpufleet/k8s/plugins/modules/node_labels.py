@@ -127,9 +127,9 @@ import json
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import connection_args
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.node_ownership import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.cluster_access import connection_args
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.node_ownership import (
     FIELD_MANAGER, Conflict, converge, plan_diff)
 
 

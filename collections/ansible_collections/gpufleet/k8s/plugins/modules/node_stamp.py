@@ -107,9 +107,9 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils import node_stamp as ns
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.files import file_diffs, plan_files, read_text, write_planned
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node import node_stamp as ns
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.files import file_diffs, plan_files, read_text, write_planned
 
 
 def argspec():

@@ -214,8 +214,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.nvidia_smi import NVIDIA_SMI_ARGS, gpu_info
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.node.nvidia_smi import NVIDIA_SMI_ARGS, gpu_info
 
 EXTRA_SMI_DIRS = ["/usr/bin", "/usr/local/nvidia/bin", "/home/kubernetes/bin/nvidia/bin"]
 

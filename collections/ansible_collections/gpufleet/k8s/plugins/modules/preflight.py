@@ -95,7 +95,7 @@ plan:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
-from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.yaml_support import require_yaml
 
 
 def argspec():

@@ -89,11 +89,11 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.pod_spec_rules import object_problems
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.pod_spec_rules import object_problems
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.render import (
     file_diffs, objects_from_json, plan_render, write_planned)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.yaml_support import require_yaml
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.yaml_support import require_yaml
 
 
 def argspec():

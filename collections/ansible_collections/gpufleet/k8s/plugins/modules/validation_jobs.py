@@ -86,8 +86,8 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.cluster_access import connection_args
-from ansible_collections.gpufleet.k8s.plugins.module_utils.smoke import (
+from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.cluster_access import connection_args
+from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.smoke import (
     final_verdicts, job_verdicts, split_verdicts, verdicts_done)
 
 try:

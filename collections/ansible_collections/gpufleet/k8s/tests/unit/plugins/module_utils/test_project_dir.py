@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.output_tree import project_dir, resolve_build_dir
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.output_tree import project_dir, resolve_build_dir
 
 
 @pytest.mark.parametrize("playbook_rel, cwd_rel, expected_rel", [

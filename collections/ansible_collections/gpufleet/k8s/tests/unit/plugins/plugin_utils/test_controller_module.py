@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.render import object_filename
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.render import object_filename
 from ansible_collections.gpufleet.k8s.plugins.modules import build_files, render_manifests
 from ansible_collections.gpufleet.k8s.plugins.plugin_utils.controller_module import (
     ControllerModule, ModuleExit, plain, run_in_process)

@@ -1,0 +1,194 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+"""NVIDIA's DRA Driver for GPUs (Helm chart ``nvidia-dra-driver-gpu``) for the pools with
+``allocation: dra`` (dra.py): the cluster-wide ``nvidia_dra_driver_*`` settings, the preflight checks of
+what DRA needs of the cluster (Kubernetes >= 1.34, an add-on mode that installs the driver, the platform's
+way), and the release's Helm values (driver root, image, kubelet plugin on the DRA pools' nodes only)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import addons, gpu_operator
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import role_specs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.dra import ALLOCATION_LABEL, MIN_KUBERNETES, dra_pools, is_dra, parse_version
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.versions import CHARTS, image_ref, images, with_prefix
+
+SETTINGS_PREFIX = "nvidia_dra_driver_"
+VERSION_VAR = "gpufleet_kubernetes_version"
+EKS_VERSION_VAR = "gpu_pools_eks_kubernetes_version"
+CHART_VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$")
+# GKE installs the driver under /home/kubernetes/bin/nvidia (GKE's DRA guide: the chart with that root).
+DRIVER_ROOTS = {"gke": "/home/kubernetes/bin/nvidia"}
+# where the GPU Operator's driver container puts the driver (NVIDIA's DRA driver docs: nvidiaDriverRoot)
+OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
+
+
+def settings_defaults():
+    return {name[len(SETTINGS_PREFIX):]: value
+            for name, value in role_specs.defaults("nvidia_dra_driver", prefix=SETTINGS_PREFIX).items()}
+
+
+def settings(extra):
+    """The nvidia_dra_driver_* inputs (without the prefix) over the role's defaults."""
+    out = settings_defaults()
+    for key, value in (extra or {}).items():
+        if isinstance(key, str) and key.startswith(SETTINGS_PREFIX) and value is not None:
+            out[key[len(SETTINGS_PREFIX):]] = value
+    return out
+
+
+def _cluster_version(platform, extra):
+    """(variable, value) the Kubernetes version of the cluster is read from."""
+    value = (extra or {}).get(VERSION_VAR)
+    if value not in (None, ""):
+        return VERSION_VAR, value
+    if platform == "eks":
+        return EKS_VERSION_VAR, (extra or {}).get(EKS_VERSION_VAR, role_specs.defaults(
+            "gpu_pools", prefix=EKS_VERSION_VAR).get(EKS_VERSION_VAR))
+    return VERSION_VAR, value
+
+
+def check(params, plan, problems):
+    """Preflight: the cluster-wide DRA settings, and what a DRA pool needs of the cluster."""
+    extra = params.get("extra") or {}
+    pools = [p for p in plan.get("pools") or [] if isinstance(p, dict)]
+    wanted = dra_pools(pools)
+    s = settings(extra)
+    for key in ("gpus_enabled", "compute_domains_enabled"):
+        if not isinstance(s.get(key), bool):
+            problems.error(SETTINGS_PREFIX + key, "%r is not a boolean; use one of: true, false" % (s.get(key),))
+    version = s.get("chart_version")
+    if not isinstance(version, str) or (version and not CHART_VERSION.match(version)):
+        problems.error(SETTINGS_PREFIX + "chart_version", "%r is not allowed; use a chart version such as %s "
+                       "(no v prefix), or empty for the pinned one" % (version, CHARTS["dra_driver"]["version"]))
+    if s.get("state") not in ("present", "absent"):
+        problems.error(SETTINGS_PREFIX + "state", "%r is not allowed; use one of: present, absent" % (s.get("state"),))
+    if not wanted:
+        return
+    platform = plan.get("platform")
+    if platform == "gke-autopilot":
+        problems.error("gpufleet_gpu_pools", "pool(s) %s use allocation dra, which GKE Autopilot does not offer for "
+                       "GPUs through a driver gpufleet installs; use allocation: device-plugin, or gpufleet_platform "
+                       "gke" % ", ".join(p["name"] for p in wanted))
+    if plan.get("addons_mode") == "none":
+        problems.error("gpufleet_addons_mode", "none installs no DRA driver, but pool(s) %s use allocation dra; use "
+                       "one of: standalone, operator (or allocation: device-plugin)"
+                       % ", ".join(p["name"] for p in wanted))
+    if s.get("gpus_enabled") is False:
+        problems.error(SETTINGS_PREFIX + "gpus_enabled", "false publishes no GPU, but pool(s) %s use allocation dra "
+                       "and claim GPUs; use true" % ", ".join(p["name"] for p in wanted))
+    names = ", ".join(p["name"] for p in wanted)
+    if platform == "gke":
+        for i, pool in enumerate(pools):
+            if is_dra(pool) and pool.get("compute_class"):
+                problems.error("%s[%d].compute_class" % ("gpufleet_gpu_pools", i), "true asks GKE to create the "
+                               "pool's nodes, but GKE's node auto-creation does not support DRA; use one of: false "
+                               "(create the node pool yourself), or allocation: device-plugin")
+        problems.warn("gpufleet_gpu_pools", "GKE: create the node pool(s) of %s yourself, with --accelerator "
+                      "...,gpu-driver-version=disabled (then install the driver with Google's installer, under "
+                      "/home/kubernetes/bin/nvidia) and the node labels gke-no-default-nvidia-gpu-device-plugin=true, "
+                      "%s=dra and gpufleet.io/pool=<pool>; GKE's own time-sharing, MPS and MIG node pool settings do "
+                      "not apply to DRA pools" % (names, ALLOCATION_LABEL))
+    if platform == "eks":
+        problems.warn("gpufleet_gpu_pools", "EKS: Karpenter does not yet simulate DRA devices (upstream tracking issue "
+                      "kubernetes-sigs/karpenter#3228), so a pending pod's claim may not make it launch a node for "
+                      "%s; keep min_nodes at the GPUs you need, or run these pools as managed node groups (AMI with "
+                      "the NVIDIA driver, node labels %s=dra and gpufleet.io/pool=<pool>)" % (names, ALLOCATION_LABEL))
+    var, value = _cluster_version(platform, extra)
+    parsed = parse_version(value) if value not in (None, "") else None
+    if value in (None, ""):
+        problems.error(var, "is not set, and pool(s) %s use allocation dra, which needs Kubernetes >= %d.%d "
+                       "(resource.k8s.io/v1); set it to the cluster's version, e.g. \"1.34\""
+                       % ((", ".join(p["name"] for p in wanted),) + MIN_KUBERNETES))
+    elif parsed is None:
+        problems.error(var, "%r is not a Kubernetes version; use e.g. \"1.34\"" % (value,))
+    elif parsed < MIN_KUBERNETES:
+        problems.error(var, "%s is below %d.%d: pool(s) %s use allocation dra, which needs resource.k8s.io/v1 "
+                       "(GA from Kubernetes 1.34); use \"1.34\" or later, or allocation: device-plugin"
+                       % ((value,) + MIN_KUBERNETES + (", ".join(p["name"] for p in wanted),)))
+
+
+# ------------------------------------------------------------------------------------------ helm values
+def driver_root(plan, s, extra=None):
+    """nvidiaDriverRoot: the input, else where the driver is: the GPU Operator's driver container
+    (/run/nvidia/driver) in operator mode when the operator installs the driver, GKE's install directory,
+    or the host (/)."""
+    root = s.get("driver_root") or "auto"
+    if root != "auto":
+        return root
+    if plan.get("addons_mode") == "operator":
+        op = addons.settings(plan, extra or {})
+        host_driver = gpu_operator.host_components(plan, op)[0]
+        if addons.truthy(op["gpu_operator_driver_enabled"], not host_driver):
+            return OPERATOR_DRIVER_ROOT
+    return DRIVER_ROOTS.get(plan.get("platform"), "/")
+
+
+def chart(s, chart_path=""):
+    out = dict(CHARTS["dra_driver"])
+    if s.get("chart_version"):
+        out["version"] = s["chart_version"]
+    if s.get("chart_repo_url"):
+        out["repo_url"] = s["chart_repo_url"]
+    out["path"] = chart_path or s.get("chart_path") or ""
+    return out
+
+
+def tolerations(pools):
+    out = []
+    for pool in dra_pools(pools):
+        for taint in pool.get("taints") or []:
+            item = {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}
+            if item not in out:
+                out.append(item)
+    return out
+
+
+def driver_values(plan, extra):
+    """Helm values of the nvidia-dra-driver-gpu release for ``plan`` (pools, platform) and the inventory
+    values ``extra`` (nvidia_dra_driver_*, gpufleet_registry_prefix, gpufleet_image_overrides,
+    gpufleet_image_pull_secrets)."""
+    s = settings(extra)
+    pools = plan.get("pools") or []
+    img = images((extra or {}).get("gpufleet_image_overrides"))["dra_driver"]
+    tag = img["tag"] + ("@" + img["digest"] if img.get("digest") else "")
+    gpus = bool(s.get("gpus_enabled"))
+    values = {
+        "nvidiaDriverRoot": driver_root(plan, s, extra),
+        # the chart refuses resources.gpus.enabled without this acknowledgement (GPU part: tech preview)
+        "gpuResourcesEnabledOverride": gpus,
+        "resources": {"gpus": {"enabled": gpus},
+                      "computeDomains": {"enabled": bool(s.get("compute_domains_enabled"))}},
+        "image": {"repository": with_prefix(img["repository"], (extra or {}).get("gpufleet_registry_prefix") or ""),
+                  "tag": tag},
+        "kubeletPlugin": {
+            # exactly the DRA pools' nodes (the chart's default affinity asks for NFD/GFD labels, which
+            # a self-managed node may not have yet): null removes it
+            "nodeSelector": {ALLOCATION_LABEL: "dra"},
+            "affinity": None,
+            "tolerations": tolerations(pools),
+        },
+    }
+    secrets = (extra or {}).get("gpufleet_image_pull_secrets") or []
+    if secrets:
+        values["imagePullSecrets"] = [{"name": str(n)} for n in secrets]
+    return _merge(values, s.get("values_overrides") or {})
+
+
+def _merge(base, over):
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def image_reference(extra):
+    return image_ref("dra_driver", (extra or {}).get("gpufleet_registry_prefix") or "",
+                     (extra or {}).get("gpufleet_image_overrides"))

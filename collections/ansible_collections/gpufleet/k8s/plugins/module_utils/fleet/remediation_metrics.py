@@ -1,0 +1,163 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+"""GPU health from DCGM metrics, read through the Prometheus HTTP API (``GET /api/v1/query``).
+
+dcgm-exporter serves the DCGM fields as metrics named after them, one series per GPU with the
+labels ``gpu``, ``UUID``, ``Hostname`` (and ``kubernetes_node`` where the scrape job relabels the
+pod's node name, as gpufleet's job does). What is read, per GPU:
+
+- ``DCGM_FI_DEV_XID_ERRORS``: the value is the code of the last XID the driver reported (0: none);
+  the highest within the window is read, so an XID seen a minute ago is not lost to a later scrape.
+- ``DCGM_FI_DEV_ECC_DBE_VOL_TOTAL``: double-bit (uncorrectable) ECC errors since the last driver
+  load; above the threshold the GPU is unhealthy until a reset clears the volatile count.
+- ``DCGM_FI_DEV_RETIRED_PENDING``: pages waiting to be retired (they are retired at the next GPU
+  reset or reboot); ``DCGM_FI_DEV_RETIRED_SBE`` + ``DCGM_FI_DEV_RETIRED_DBE``: pages retired so far.
+- ``DCGM_FI_DEV_ROW_REMAP_FAILURE``: 1 when the GPU could not remap a row (no spare rows left).
+- ``DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL``: NVLink recovery errors, as an increase over
+  the window (the counter only grows).
+
+Each query is an instant query; the answer is the documented JSON
+``{"status": "success", "data": {"resultType": "vector", "result": [{"metric": {..}, "value": [ts, "v"]}]}}``.
+A query Prometheus refuses (``status: error``) or cannot be reached raises GpufleetError naming the
+URL: remediation never acts on half of its evidence.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import math
+
+from ansible.module_utils.six.moves.urllib.parse import urlencode
+from ansible.module_utils.urls import open_url
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+
+# name: (PromQL with {window}, what a value above the threshold means, threshold variable)
+QUERIES = {
+    "xid": "max by (Hostname, kubernetes_node, gpu, UUID) (max_over_time(DCGM_FI_DEV_XID_ERRORS[{window}]))",
+    "ecc_dbe": "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+    "retired_pending": "DCGM_FI_DEV_RETIRED_PENDING",
+    "retired_pages": "DCGM_FI_DEV_RETIRED_SBE + DCGM_FI_DEV_RETIRED_DBE",
+    "row_remap_failure": "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+    "nvlink_errors": "increase(DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL[{window}])",
+}
+# labels that name the Node a series belongs to, in order of preference
+NODE_LABELS = ("kubernetes_node", "Hostname", "node", "instance")
+
+
+def query_texts(window):
+    return dict((name, text.replace("{window}", window)) for name, text in QUERIES.items())
+
+
+def samples(response, what="query"):
+    """[(labels, float value)] of an instant-query vector response. Raises GpufleetError when
+    Prometheus refused the query or the answer is not a vector."""
+    if not isinstance(response, dict) or response.get("status") != "success":
+        detail = response.get("error") if isinstance(response, dict) else response
+        raise GpufleetError("Prometheus refused the %s: %s" % (what, detail))
+    data = response.get("data") or {}
+    if data.get("resultType") != "vector":
+        raise GpufleetError("Prometheus answered the %s with a %s, not an instant vector"
+                            % (what, data.get("resultType")))
+    out = []
+    for sample in data.get("result") or []:
+        try:
+            value = float((sample.get("value") or [0, "nan"])[1])
+        except (TypeError, ValueError, IndexError):
+            continue
+        if math.isnan(value):  # no data
+            continue
+        out.append((sample.get("metric") or {}, value))
+    return out
+
+
+def node_of(labels):
+    for key in NODE_LABELS:
+        value = labels.get(key)
+        if value:
+            return value.split(":")[0] if key == "instance" else value
+    return None
+
+
+def _gpu(labels):
+    return labels.get("gpu") or labels.get("UUID") or "?"
+
+
+def findings(responses, thresholds, xid_verdict):
+    """{node: [finding]} from the answers to ``QUERIES`` (``{name: response}``; a name left out was
+    not asked). A finding is ``{"source", "gpu", "value", "verdict", "why"}``; ``verdict`` is one of
+    ``application``, ``watch`` (reported, no action) or ``unhealthy`` (remediate).
+
+    ``thresholds``: ``ecc_dbe``, ``retired_pending``, ``retired_pages`` (None: not checked),
+    ``nvlink_errors``: a value above it is unhealthy. ``xid_verdict(code)`` -> (verdict, meaning)."""
+    out = {}
+
+    def add(node, finding):
+        out.setdefault(node, []).append(finding)
+
+    for name in sorted(responses):
+        for labels, value in samples(responses[name], "query %s (%s)" % (name, QUERIES.get(name, "?"))):
+            node = node_of(labels)
+            if node is None:
+                continue
+            gpu = _gpu(labels)
+            if name == "xid":
+                code = int(value)
+                if code == 0:
+                    continue
+                verdict, meaning = xid_verdict(code)
+                add(node, {"source": "xid", "gpu": gpu, "value": code, "verdict": verdict,
+                           "why": "GPU %s: XID %d (%s)" % (gpu, code, meaning)})
+                continue
+            if name == "row_remap_failure":
+                if value > 0:
+                    add(node, {"source": name, "gpu": gpu, "value": value, "verdict": "unhealthy",
+                               "why": "GPU %s: row remapping failed (no spare memory rows left)" % gpu})
+                continue
+            limit = thresholds.get(name)
+            if limit is None or value <= limit:
+                continue
+            text = {
+                "ecc_dbe": "%d double-bit ECC error(s) since the driver loaded (more than %s)",
+                "retired_pending": "%d page(s) pending retirement (more than %s; retired at the next GPU reset)",
+                "retired_pages": "%d retired page(s) (more than %s)",
+                "nvlink_errors": "%d NVLink recovery error(s) in the window (more than %s)",
+            }[name]
+            add(node, {"source": name, "gpu": gpu, "value": value, "verdict": "unhealthy",
+                       "why": "GPU %s: %s" % (gpu, text % (value, limit))})
+    return out
+
+
+def query(base_url, promql, timeout=30, validate_certs=True, headers=None, opener=None):
+    """The decoded JSON of ``GET <base_url>/api/v1/query?query=<promql>``. Prometheus answers a bad
+    query with HTTP 400 and the same JSON (status error): that JSON is returned for ``samples`` to
+    name. Raises GpufleetError when Prometheus cannot be reached or does not answer JSON."""
+    url = "%s/api/v1/query?%s" % (base_url.rstrip("/"), urlencode({"query": promql}))
+    opener = opener or open_url
+    try:
+        response = opener(url, method="GET", timeout=timeout, validate_certs=validate_certs, headers=headers or {})
+        body = response.read()
+    except Exception as exc:  # HTTPError carries the error JSON; anything else: not reachable
+        read = getattr(exc, "read", None)
+        body = read() if read is not None else None
+        if not body:
+            raise GpufleetError("gpu_remediation_prometheus_url: Prometheus at %s could not be queried (%s); "
+                                "nothing was changed" % (base_url, exc))
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise GpufleetError("gpu_remediation_prometheus_url: %s did not answer a Prometheus API query with JSON "
+                            "(is it the Prometheus base URL?); nothing was changed" % base_url)
+
+
+def read_all(base_url, window, thresholds, timeout=30, validate_certs=True, opener=None):
+    """{name: response} for every query whose threshold is set (XIDs and row remapping always)."""
+    out = {}
+    for name, text in sorted(query_texts(window).items()):
+        if name not in ("xid", "row_remap_failure") and thresholds.get(name) is None:
+            continue
+        out[name] = query(base_url, text, timeout=timeout, validate_certs=validate_certs, opener=opener)
+    return out

@@ -1,0 +1,139 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet contributors
+# Apache License 2.0
+"""EKS: Karpenter v1 NodePool + EC2NodeClass per GPU pool (the v1alpha5 -> v1 migration is in karpenter_v1alpha5).
+
+API facts (Karpenter v1, karpenter.sh/v1 and karpenter.k8s.aws/v1): NodePool
+``spec.template.spec.{requirements, nodeClassRef{group,kind,name}, taints, expireAfter}``,
+``spec.disruption.{consolidationPolicy, consolidateAfter}``, ``spec.limits``, ``spec.weight``;
+EC2NodeClass ``role``, ``amiFamily``, ``amiSelectorTerms`` (required), ``subnetSelectorTerms``,
+``securityGroupSelectorTerms``, ``kubelet`` (maxPods moved here from the NodePool),
+``blockDeviceMappings``. GPU pools get the AL2023 NVIDIA AMI through its public SSM parameter;
+the standard AL2023 AMI has no NVIDIA driver.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_MANUFACTURER, GPU_TYPES
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.selfmanaged import pool_node_labels, pool_taints
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import pool_gpu_limit
+
+NODEPOOL_API = "karpenter.sh/v1"
+NODECLASS_API = "karpenter.k8s.aws/v1"
+NODECLASS_GROUP = "karpenter.k8s.aws"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gpufleet"}
+NVIDIA_AL2023_SSM = "/aws/service/eks/optimized-ami/%s/amazon-linux-2023/x86_64/nvidia/recommended/image_id"
+ROOT_DEVICE = {"AL2023": "/dev/xvda", "Bottlerocket": "/dev/xvdb"}
+
+
+def nvidia_ami_terms(kubernetes_version):
+    return [{"ssmParameter": NVIDIA_AL2023_SSM % kubernetes_version}]
+
+
+def discovery_terms(cluster):
+    return [{"tags": {"karpenter.sh/discovery": cluster}}]
+
+
+def nodepool(pool):
+    facts = GPU_TYPES[pool["gpu_type"]]
+    requirements = [
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(pool["capacity_types"])},
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(pool["zones"])},
+        {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": list(facts["eks_families"])},
+        {"key": "karpenter.k8s.aws/instance-gpu-manufacturer", "operator": "In", "values": [GPU_MANUFACTURER]},
+        {"key": "karpenter.k8s.aws/instance-gpu-name", "operator": "In", "values": [facts["eks_gpu_name"]]},
+        {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "In", "values": [str(pool["gpus_per_node"])]},
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+    ]
+    limits = {}
+    gpu_limit = pool_gpu_limit(pool)
+    if gpu_limit is not None:
+        limits["nvidia.com/gpu"] = str(gpu_limit)
+    if pool.get("max_cpu"):
+        limits["cpu"] = str(pool["max_cpu"])
+    if pool.get("max_memory_gb"):
+        limits["memory"] = "%dG" % pool["max_memory_gb"]
+    template_spec = {
+        "nodeClassRef": {"group": NODECLASS_GROUP, "kind": "EC2NodeClass", "name": pool["name"]},
+        "requirements": requirements,
+        "expireAfter": pool["expire_after"],
+    }
+    taints = pool_taints(pool)
+    if taints:
+        template_spec["taints"] = taints
+    spec = {
+        "template": {"metadata": {"labels": pool_node_labels(pool)}, "spec": template_spec},
+        # GPU nodes are expensive and slow to start: remove them only once empty
+        "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": pool["consolidate_after"]},
+        "limits": limits,
+    }
+    if pool.get("disruption_budgets"):
+        spec["disruption"]["budgets"] = nodepool_budgets(pool["disruption_budgets"])
+    if pool.get("weight") is not None:
+        spec["weight"] = pool["weight"]
+    return {"apiVersion": NODEPOOL_API, "kind": "NodePool",
+            "metadata": {"name": pool["name"], "labels": dict(MANAGED_BY)}, "spec": spec}
+
+
+def nodepool_budgets(budgets):
+    """The pool's ``disruption_budgets`` as NodePool ``spec.disruption.budgets`` (validated in
+    pools_check): ``nodes`` ("N" or "N%"), optional ``schedule`` + ``duration``, ``reasons``."""
+    out = []
+    for budget in budgets:
+        item = {"nodes": budget["nodes"]}
+        for key in ("schedule", "duration"):
+            if budget.get(key) is not None:
+                item[key] = budget[key]
+        if budget.get("reasons"):
+            item["reasons"] = list(budget["reasons"])
+        out.append(item)
+    return out
+
+
+def default_ami_terms(settings):
+    """A pinned AL2023 release (``gpu_pools_eks_ami_version``) as Karpenter's alias, which resolves
+    the NVIDIA variant per GPU instance type; otherwise the recommended NVIDIA AMI's SSM parameter,
+    which moves with every AMI release (Karpenter then drifts every GPU node onto it)."""
+    if settings.get("eks_ami_version"):
+        return [{"alias": "al2023@%s" % settings["eks_ami_version"]}]
+    return nvidia_ami_terms(settings["eks_kubernetes_version"])
+
+
+def ec2nodeclass(pool, settings, cluster):
+    family = settings["eks_ami_family"]
+    terms = pool.get("ami_selector_terms") or settings["eks_ami_selector_terms"] or default_ami_terms(settings)
+    spec = {
+        "role": settings["eks_node_role"] or "KarpenterNodeRole-%s" % cluster,
+        "amiFamily": family,
+        "amiSelectorTerms": copy.deepcopy(terms),
+        "subnetSelectorTerms": copy.deepcopy(settings["eks_subnet_selector_terms"]) or discovery_terms(cluster),
+        "securityGroupSelectorTerms": copy.deepcopy(settings["eks_security_group_selector_terms"])
+        or discovery_terms(cluster),
+        "kubelet": {"maxPods": pool["max_pods"]},
+        "blockDeviceMappings": [{
+            "deviceName": ROOT_DEVICE.get(family, "/dev/xvda"),
+            "ebs": {"volumeSize": "%dGi" % pool["disk_size_gb"], "volumeType": settings["eks_volume_type"],
+                    "encrypted": True, "deleteOnTermination": True},
+        }],
+        "metadataOptions": {"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled",
+                            "httpPutResponseHopLimit": 1, "httpTokens": "required"},
+        "tags": {"gpufleet.io/pool": pool["name"], "gpufleet.io/cluster": cluster},
+    }
+    if any("alias" in t for t in terms):
+        del spec["amiFamily"]  # an alias term names the family itself
+    return {"apiVersion": NODECLASS_API, "kind": "EC2NodeClass",
+            "metadata": {"name": pool["name"], "labels": dict(MANAGED_BY)}, "spec": spec}
+
+
+def karpenter_objects(pools, settings, cluster):
+    """EC2NodeClass then NodePool for every pool (node classes first: a NodePool refers to one)."""
+    out = []
+    for pool in pools:
+        out.append(ec2nodeclass(pool, settings, cluster))
+        out.append(nodepool(pool))
+    return out
