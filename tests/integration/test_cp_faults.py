@@ -48,11 +48,17 @@ def test_api_server_stopped_mid_apply_stops_clearly_and_a_rerun_converges(cluste
             cp.restart_apiserver()
     text = flat(out)
     assert proc.returncode == 2, out[-4000:]
-    # one message: what was applied, what was not because the server stopped answering, and what to do
-    assert re.search(r"Applying cluster/[a-z-]+ stopped part-way: \d+ of \d+ object\(s\) applied", text), text[-3000:]
-    assert "not applied because the cluster stopped answering (the connection was refused" in text
+    # one message: what was applied, what was not because the server stopped answering, and what to do. Where
+    # the stop lands depends on the machine's speed: inside a component's apply (part-way), or between two
+    # components, at the read of the next one's record (before anything of it)
+    part_way = re.search(r"Applying cluster/[a-z-]+ stopped part-way: \d+ of \d+ object\(s\) applied", text)
+    before = re.search(r"cluster/[a-z-]+ stopped before anything was applied or deleted: the cluster stopped "
+                       r"answering \(the connection was refused", text)
+    assert part_way or before, text[-3000:]
+    if part_way:
+        assert "not applied because the cluster stopped answering (the connection was refused" in text
     assert "run the same command again; it applies what is missing and changes nothing else" in text
-    assert "Traceback" not in text and "Max retries exceeded" not in text.split("Applying cluster/")[1]
+    assert "Traceback" not in text and "Max retries exceeded" not in text[(part_way or before).start():]
     # the API server is back: the same command converges, and the one after changes nothing
     rc, out = stage(cp, tmp, "playbooks/cluster.yml")
     assert rc == 0, out[-4000:]

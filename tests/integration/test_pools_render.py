@@ -217,6 +217,14 @@ def _examples(build):
     return out
 
 
+def gpu_limits(spec):
+    """The device resources a Job's container asks for (the example Jobs also carry CPU and memory limits since
+    they run under the restricted Pod Security profile)."""
+    limits = spec["containers"][0]["resources"]["limits"]
+    assert {"cpu", "memory"} <= set(limits), limits
+    return {k: v for k, v in limits.items() if k.startswith("nvidia.com/")}
+
+
 def test_sharing_end_to_end_placement_asks_for_what_the_node_advertises(rendered):
     """Issue 14: MIG mixed partitioned by the operator from gpufleet's node label, and GKE's own
     sharing labels; the example Job of each pool asks for exactly the resource the pool's nodes
@@ -240,20 +248,20 @@ def test_sharing_end_to_end_placement_asks_for_what_the_node_advertises(rendered
         assert plugin["share-l40s"]["sharing"]["timeSlicing"]["renameByDefault"] is True
         # mixed strategy + all-1g.10gb => the node advertises nvidia.com/mig-1g.10gb; time-slicing with
         # renameByDefault => nvidia.com/gpu.shared. nvidia is the default runtime: no runtimeClassName.
-        assert jobs["mig-h100"]["containers"][0]["resources"]["limits"] == {"nvidia.com/mig-1g.10gb": 1}
-        assert jobs["share-l40s"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu.shared": 1}
+        assert gpu_limits(jobs["mig-h100"]) == {"nvidia.com/mig-1g.10gb": 1}
+        assert gpu_limits(jobs["share-l40s"]) == {"nvidia.com/gpu.shared": 1}
         assert not any("runtimeClassName" in spec for spec in jobs.values())
     if inv == "gke":
         mig = jobs["mig-a100"]
         terms = {t["key"]: t["values"] for t in mig["affinity"]["nodeAffinity"][
             "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"]}
         assert terms["cloud.google.com/gke-gpu-partition-size"] == ["1g.5gb"]
-        assert mig["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}
+        assert gpu_limits(mig) == {"nvidia.com/gpu": 1}
         shared = jobs["infer-l4"]
         assert shared["nodeSelector"] == {"cloud.google.com/compute-class": "infer-l4",
                                           "cloud.google.com/gke-gpu-sharing-strategy": "time-sharing",
                                           "cloud.google.com/gke-max-shared-clients-per-gpu": "2"}
-        assert shared["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}
+        assert gpu_limits(shared) == {"nvidia.com/gpu": 1}
         # gpu_pools_gke_version 1.35.2-gke.1485000 (inventories/gke): the class itself asks for the
         # same sharing the Job selects (GKE labels the class's shared nodes so)
         classes = {o["metadata"]["name"]: o for p in provision_files(build)["compute-classes"] for o in load(p)}

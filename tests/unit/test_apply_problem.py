@@ -30,3 +30,34 @@ def test_refused_and_lost_objects_are_named_with_the_servers_words():
     assert "not applied because the cluster stopped answering (the connection was refused" in msg
     assert "Service/dcgm-exporter" in msg and "Max retries" not in msg
     assert msg.endswith("run the same command again; it applies what is missing and changes nothing else.")
+
+
+class _GoneServer(object):
+    """A cluster that stopped answering: every request is refused (what api_server.Server raises then)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def get(self, path, query=None):
+        from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.api_server import Lost
+        self.calls.append(("GET", path))
+        raise Lost("HTTPSConnectionPool(host='127.0.0.1', port=6443): Max retries exceeded with url: %s (Caused by "
+                   "NewConnectionError(\"Failed to establish a new connection: [Errno 111] Connection refused\"))" % path)
+
+    request = None  # nothing may be written
+
+
+def test_a_prune_only_run_that_loses_the_cluster_says_so_clearly():
+    """Nothing rendered for a component (its prune alone runs) and the cluster stops answering at the read of
+    its record: one clear message, not the client's retry text (seen on the real control plane when the API
+    server stopped between two components)."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.apply_run import run_tree
+    server = _GoneServer()
+    out = run_tree(server, "cluster/node-feature-discovery", [], state="present", workers=1)
+    assert out["failed"] and not out["changed"] and out["pruned"] == []
+    assert server.calls == [("GET", "/api/v1/namespaces/gpufleet-system/secrets/gpufleet-cluster-node-feature-discovery")]
+    assert out["msg"].startswith("cluster/node-feature-discovery stopped before anything was applied or deleted: the "
+                                 "cluster stopped answering (the connection was refused")
+    assert "Secret gpufleet-system/gpufleet-cluster-node-feature-discovery" in out["msg"]
+    assert "run the same command again" in out["msg"]
+    assert "Max retries exceeded" not in out["msg"]

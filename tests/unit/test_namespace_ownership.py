@@ -357,3 +357,49 @@ def test_prune_keeps_a_namespace_another_component_still_uses():
     def never(path, query=None):
         raise AssertionError("no Namespace of its own among the candidates: nothing to read")
     assert nso.prunable([USERS, CM], COMPONENT, never) == [CM]
+
+
+def test_tree_apply_waits_for_a_namespace_being_deleted_then_creates_it_again():
+    """An earlier run pruned the namespace and the namespace controller is still emptying it: the API server
+    refuses new objects in it ("unable to create new content in namespace ... because it is being terminated",
+    seen on the real control plane when a disabled add-on was enabled again at once). The apply waits until the
+    namespace is gone, then creates it and its objects; without the wait the ConfigMap would be refused."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.apply_run import TreeApply
+
+    class Terminating(FakeServer):
+        def __init__(self, live, reads_until_gone):
+            FakeServer.__init__(self, live)
+            self.reads_until_gone = reads_until_gone
+
+        def get(self, path, query=None):
+            if path == "/api/v1/namespaces/team-a" and path in self.live:
+                self.reads_until_gone -= 1
+                if self.reads_until_gone <= 0:
+                    del self.live[path]  # the namespace controller finished
+            return FakeServer.get(self, path, query)
+
+        def request(self, method, path, body=None, query=None, content_type=None):
+            ns = "/api/v1/namespaces/team-a"
+            dying = (self.live.get(ns) or {}).get("metadata", {}).get("deletionTimestamp")
+            if method == "PATCH" and path.startswith(ns + "/") and dying:
+                from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.api_server import ApiError
+                raise ApiError(403, "unable to create new content in namespace team-a because it is being terminated")
+            answer = FakeServer.request(self, method, path, body, query, content_type)
+            if path == ns and dying:  # an apply cannot take a deletion back
+                answer["metadata"]["deletionTimestamp"] = dying
+            return answer
+
+    dying = {"metadata": {"name": "team-a", "annotations": {nso.CREATED_BY: COMPONENT},
+                          "deletionTimestamp": "2026-12-03T01:00:00Z"}}
+    server = Terminating({"/api/v1/namespaces/team-a": dying}, reads_until_gone=3)
+    results = TreeApply(server, COMPONENT, workers=1, poll=0).apply([NS, CM])
+    assert [r.get("msg") for r in results] == [None, None], results
+    assert [(m, p) for m, p, _ in server.calls] == [("PATCH", "/api/v1/namespaces/team-a"),
+                                                  ("PATCH", "/api/v1/namespaces/team-a/configmaps/c")]
+    assert "deletionTimestamp" not in server.live["/api/v1/namespaces/team-a"]["metadata"]
+
+    # still being deleted when the wait ends: the namespace is named, with what to do
+    server = Terminating({"/api/v1/namespaces/team-a": dying}, reads_until_gone=10 ** 6)
+    results = TreeApply(server, COMPONENT, workers=1, poll=0, namespace_timeout=0).apply([NS, CM])
+    assert "Namespace team-a is still being deleted after 0 s" in results[0]["msg"]
+    assert server.calls == [] or all(p != "/api/v1/namespaces/team-a" for _, p, _ in server.calls)

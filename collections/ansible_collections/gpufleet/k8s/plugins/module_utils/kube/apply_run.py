@@ -21,19 +21,21 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.gpufleet.k8s.plugins.module_utils.kube import apply_tree as tree
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model import namespace_ownership
 from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.api_server import APPLY_TYPE, ApiError, Lost
-from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.cluster_access import apply_problem
+from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.cluster_access import apply_problem, lost_problem
 
 
 class TreeApply(object):
     """Applies (or deletes) one component's objects; see the module gpufleet.k8s.k8s_apply_tree."""
 
-    def __init__(self, server, component, check_mode=False, diff=False, workers=8, crd_timeout=60, poll=0.2):
+    def __init__(self, server, component, check_mode=False, diff=False, workers=8, crd_timeout=60, poll=0.2,
+                 namespace_timeout=180):
         self.server = server
         self.component = component
         self.check = check_mode
         self.want_diff = diff
         self.workers = workers
         self.crd_timeout = crd_timeout
+        self.namespace_timeout = namespace_timeout
         self.poll = poll
         self.lost = None
         self.diffs = []
@@ -58,6 +60,9 @@ class TreeApply(object):
                 return self._would_create(obj, body)  # its CRD is in this tree and not created in check mode
             raise ApiError(404, "the cluster serves no %s in %s" % (obj.get("kind"), obj.get("apiVersion")))
         live = self.server.get(path)
+        if live and not self.check and tree.group_kind(obj) == ("", "Namespace") \
+                and (live.get("metadata") or {}).get("deletionTimestamp"):
+            live = self._until_gone(path, obj)
         query = {"fieldManager": tree.FIELD_MANAGER, "force": "false"}
         if self.check:
             query["dryRun"] = "All"
@@ -76,6 +81,21 @@ class TreeApply(object):
         if changed and self.want_diff:
             self._diff(obj, tree.comparable(live) or {}, tree.comparable(answer))
         return dict(changed=changed, result=answer if not self.check else {}, method="apply")
+
+    def _until_gone(self, path, obj):
+        """A Namespace that is being deleted (an earlier run pruned it, or someone deleted it) refuses every new
+        object until the namespace controller has emptied and removed it: wait for that (bounded), then it is
+        created again like any missing namespace."""
+        deadline = time.time() + self.namespace_timeout
+        while True:
+            live = self.server.get(path)
+            if live is None or not (live.get("metadata") or {}).get("deletionTimestamp"):
+                return live
+            if time.time() > deadline:
+                raise ApiError(409, "Namespace %s is still being deleted after %d s (the namespace controller removes "
+                                    "its contents first); run the same command again once it is gone"
+                               % ((obj.get("metadata") or {}).get("name"), self.namespace_timeout))
+            time.sleep(self.poll)
 
     def _would_create(self, obj, body):
         if self.want_diff:
@@ -257,6 +277,9 @@ def run_tree(server, component, objects, state="present", check_mode=False, diff
             _write_parent(server, parent_path, component, gks, namespaces, parent_namespace)
     except (ApiError, Lost) as exc:
         lost = isinstance(exc, Lost)
+        if lost and not objects:  # a prune-only run: nothing rendered, the record could not be read
+            return _failed(out, lost_problem(component, exc, "reading what an earlier run applied (Secret %s/%s)"
+                                             % (parent_namespace, name)))
         results = [dict(item=o, msg=str(exc) if lost else exc.message) for o in objects]
         return _failed(out, job.problem(results) or "%s: %s" % (component, exc))
     results = job.apply(objects, set_id if prune else None) if state == "present" else job.delete(objects)

@@ -189,6 +189,16 @@ def apply_problem(results, component):
                                "command again; it applies what is missing and changes nothing else.")
 
 
+def lost_problem(component, msg, what):
+    """The message when the cluster stopped answering before anything of ``component`` was applied or deleted
+    (``what``: the read that failed)."""
+    cause = next((text for needles, text in _CAUSES[2:] if all(n in str(msg) for n in needles)),
+                 "it did not answer")
+    return ("%s stopped before anything was applied or deleted: the cluster stopped answering (%s) while %s. "
+            "Once it answers, run the same command again; it applies what is missing and changes nothing else."
+            % (component, cause, what))
+
+
 def helm_problem(result, binary):
     """The message when the helm binary the GPU Operator install needs is not usable."""
     if result and not result.get("failed") and result.get("rc", 1) == 0:
