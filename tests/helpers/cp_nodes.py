@@ -4,6 +4,7 @@ left on a Node (its labels, taints and annotations). Shared by the test_cp_*node
 import yaml
 
 from ansible_run import ROOT, run_site
+from controlplane import free_port
 
 
 def cluster_inventory(inv, settings, groups):
@@ -19,6 +20,19 @@ def cluster_inventory(inv, settings, groups):
         "gpufleet_controller": {"hosts": controller},
         "gpu_nodes": {"children": {group: {"hosts": hosts} for group, hosts in groups.items()}}}}}))
     return str(inv)
+
+
+def unreachable_pool(cp, inv, settings, group, hosts, **node):
+    """A pool of GPU hosts that exist only as Nodes: the inventory at ``inv`` (cluster_inventory; the hosts of
+    ``group`` get a closed loopback port as their SSH address, so whatever must reach a host finds it
+    unreachable while the cluster side of a stage runs) and a KWOK Node "gpu-<host>" for each host
+    (``node``: ControlPlane.add_node's keywords, e.g. gpu=2). Returns ``inv`` as text."""
+    port = free_port()
+    out = cluster_inventory(inv, settings, {group: {
+        h: {"gpufleet_node_name": "gpu-" + h, "ansible_host": "127.0.0.1", "ansible_port": port} for h in hosts}})
+    for h in hosts:
+        cp.add_node("gpu-" + h, **node)
+    return out
 
 
 def inventory(tmp_path, hosts, name="inv"):

@@ -185,6 +185,17 @@ def standin_toolkit_repo(path):
     return str(path)
 
 
+def toolkit_node(name, work, containerd="enable"):
+    """Boot the systemd node ``name`` with containerd installed (``containerd``: the systemctl verb for it,
+    "enable" or "enable --now") and the stand-in toolkit repository (standin_toolkit_repo, built under
+    ``work``) at /srv/repo, as the node-stage tests start."""
+    repo = standin_toolkit_repo(os.path.join(str(work), "repo"))
+    boot(name)
+    shell(name, apt_install("containerd") + " && systemctl %s containerd" % containerd)
+    podman("cp", repo, name + ":/srv/repo")
+    return repo
+
+
 def converge(inventory, playbook, host, *args, timeout=600):
     """Run the real ansible-playbook of this checkout on ``playbook`` against ``inventory``; it must
     succeed. Returns (changed count of ``host`` from the recap, the output with whitespace collapsed)."""

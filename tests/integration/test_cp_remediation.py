@@ -24,7 +24,7 @@ import pytest
 
 from ansible_run import ROOT, recap, run_site
 from controlplane import free_port
-from cp_nodes import cluster_inventory
+from cp_nodes import unreachable_pool
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "dcgm")
 TAINT = "gpufleet.io/gpu-unhealthy"
@@ -37,18 +37,13 @@ POOL = ("gpufleet_platform: kubeadm\ngpufleet_cluster_name: remediate\ngpufleet_
 
 @pytest.fixture(scope="module")
 def cluster(control_plane, tmp_path_factory):
-    cp = control_plane
     tmp = tmp_path_factory.mktemp("remediate")
-    inv = tmp / "inv"
-    # the GPU hosts' SSH address is a closed port: remediation reads nvidia-smi on the hosts that answer, and
-    # these do not (the cluster's and the metrics' evidence still count)
-    port = free_port()
-    cluster_inventory(inv, POOL, {"gpu_pool_train": {
-        h: {"gpufleet_node_name": "gpu-" + h, "ansible_host": "127.0.0.1", "ansible_port": port} for h in HOSTS}})
-    for host in HOSTS:
-        cp.add_node("gpu-" + host, gpu=2, labels={"gpufleet.io/pool": "train"},
-                    taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])
-    return cp, tmp, str(inv)
+    # remediation reads nvidia-smi on the hosts that answer, and these do not (the cluster's and the metrics'
+    # evidence still count)
+    inv = unreachable_pool(control_plane, tmp / "inv", POOL, "gpu_pool_train", HOSTS, gpu=2,
+                           labels={"gpufleet.io/pool": "train"},
+                           taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])
+    return control_plane, tmp, inv
 
 
 def remediate(cluster, *extra):

@@ -12,8 +12,7 @@ import time
 import pytest
 
 from ansible_run import flat, recap, run_site
-from controlplane import free_port
-from cp_nodes import cluster_inventory
+from cp_nodes import unreachable_pool
 
 POOL = ("gpufleet_platform: kubeadm\ngpufleet_cluster_name: upgrade\ngpufleet_addons_mode: standalone\n"
         "gpufleet_gpu_pools:\n  - {name: plain, gpu_type: l4, gpus_per_node: 1, node_group: gpu_pool_plain}\n"
@@ -24,11 +23,7 @@ POOL = ("gpufleet_platform: kubeadm\ngpufleet_cluster_name: upgrade\ngpufleet_ad
 def fleet(control_plane, tmp_path_factory):
     cp = control_plane
     tmp = tmp_path_factory.mktemp("upgrade")
-    port = free_port()  # nothing listens there
-    inv = cluster_inventory(tmp / "inv", POOL, {"gpu_pool_plain": {
-        h: {"gpufleet_node_name": "gpu-" + h, "ansible_host": "127.0.0.1", "ansible_port": port} for h in ("h1", "h2", "h3")}})
-    for name in ("gpu-h1", "gpu-h2", "gpu-h3"):
-        cp.add_node(name, gpu=1)
+    inv = unreachable_pool(cp, tmp / "inv", POOL, "gpu_pool_plain", ("h1", "h2", "h3"), gpu=1)
     extra = ["-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_kubeconfig=%s" % cp.kubeconfig]
     for playbook in ("playbooks/provision.yml", "playbooks/cluster.yml"):
         rc, out = run_site(tmp / "build", *extra, playbook=playbook, inventory=str(inv))

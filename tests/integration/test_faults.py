@@ -17,8 +17,8 @@ import time
 import pytest
 
 from ansible_run import CHECKOUT_PATHS, ROOT, ansible_env, popen, recap, run_playbook
-from systemd_node import (TOOLKIT_NEWER, TOOLKIT_PINNED, apt_install, boot, per_worker, podman, podman_inventory, remove,
-                         shell_of, standin_toolkit_repo)
+from systemd_node import (TOOLKIT_NEWER, TOOLKIT_PINNED, per_worker, podman, podman_inventory, remove, shell_of,
+                         toolkit_node)
 
 NODE = per_worker("gpufleet-faults-node")
 PLAYBOOK = os.path.join(ROOT, "tests", "integration", "playbooks", "toolkit.yml")
@@ -48,10 +48,7 @@ def toolkit_version():
 @pytest.fixture(scope="module")
 def inventory(tmp_path_factory):
     work = tmp_path_factory.mktemp("faults")
-    repo = standin_toolkit_repo(work / "repo")
-    boot(NODE)
-    sh(apt_install("containerd") + " && systemctl enable --now containerd")
-    podman("cp", repo, NODE + ":/srv/repo")
+    toolkit_node(NODE, work, containerd="enable --now")
     yield podman_inventory(work / "hosts.yml", NODE, nvidia_container_toolkit_repo_suite="./",
                            nvidia_container_toolkit_repo_trusted=True)
     remove(NODE)

@@ -14,8 +14,8 @@ import os
 
 import pytest
 
-from systemd_node import (NODE_STAGE_VARS, DEBIAN12_DRIVER, apt_install, boot, converge, per_worker, podman, remove,
-                         shell_of, standin_toolkit_repo)
+from systemd_node import (DEBIAN12_DRIVER, NODE_STAGE_VARS, converge, per_worker, podman, remove, shell_of,
+                         toolkit_node)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NODE = per_worker("gpufleet-i28-migstage")
@@ -35,10 +35,7 @@ def pools(profile=None):
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
     work = tmp_path_factory.mktemp("migstage")
-    repo = standin_toolkit_repo(work / "repo")
-    boot(NODE)
-    sh(apt_install("containerd") + " && systemctl enable containerd")
-    podman("cp", repo, NODE + ":/srv/repo")
+    toolkit_node(NODE, work)
     podman("cp", os.path.join(ROOT, "tests", "standin", "nvidia-smi-mig.py"), NODE + ":" + STANDIN)
     sh("chmod 755 " + STANDIN)
     text = NODE_STAGE_VARS % {"driver": DEBIAN12_DRIVER, "cluster": "migstage", "name": NODE}
