@@ -341,3 +341,17 @@ def test_host_and_metric_findings_add_up_and_make_the_node_unhealthy():
     entry = rem.plan([node("t1"), node("t2"), node("t3")], POOLS, "kubeadm", found, policy())[0]
     assert [f["source"] for f in entry["findings"]] == ["xid", "row_remap_pending"]
     assert entry["state"] == "unhealthy" and entry["decision"] == "act"
+
+
+def test_prometheus_credentials_in_the_url_never_reach_a_message():
+    url = "https://gpufleet:s3cret@prometheus.example:9090/prom"
+
+    def unreachable(full, **_kw):
+        raise OSError("<urlopen error [Errno 111] Connection refused> for %s" % url)
+
+    with pytest.raises(GpufleetError) as err:
+        metrics.query(url, "up", opener=unreachable)
+    assert "s3cret" not in str(err.value) and "gpufleet:" not in str(err.value)
+    assert "https://***@prometheus.example:9090/prom" in str(err.value)
+    assert metrics.shown("http://prometheus.monitoring:9090") == "http://prometheus.monitoring:9090"
+    assert metrics.shown("prom:9090/x@y") == "prom:9090/x@y"  # an @ in the path is not userinfo

@@ -131,6 +131,17 @@ def findings(responses, thresholds, xid_verdict):
     return out
 
 
+def shown(url):
+    """``url`` as it may appear in a message: credentials in it (``https://user:password@host``) replaced."""
+    scheme, sep, rest = str(url).partition("://")
+    if not sep:
+        scheme, rest = "", scheme
+    host, slash, path = rest.partition("/")
+    if "@" in host:
+        host = "***@" + host.rsplit("@", 1)[1]
+    return "%s%s%s%s%s" % (scheme, sep, host, slash, path)
+
+
 def query(base_url, promql, timeout=30, validate_certs=True, headers=None, opener=None):
     """The decoded JSON of ``GET <base_url>/api/v1/query?query=<promql>``. Prometheus answers a bad
     query with HTTP 400 and the same JSON (status error): that JSON is returned for ``samples`` to
@@ -145,12 +156,12 @@ def query(base_url, promql, timeout=30, validate_certs=True, headers=None, opene
         body = read() if read is not None else None
         if not body:
             raise GpufleetError("gpu_remediation_prometheus_url: Prometheus at %s could not be queried (%s); "
-                                "nothing was changed" % (base_url, exc))
+                                "nothing was changed" % (shown(base_url), str(exc).replace(str(base_url), shown(base_url))))
     try:
         return json.loads(body)
     except ValueError:
         raise GpufleetError("gpu_remediation_prometheus_url: %s did not answer a Prometheus API query with JSON "
-                            "(is it the Prometheus base URL?); nothing was changed" % base_url)
+                            "(is it the Prometheus base URL?); nothing was changed" % shown(base_url))
 
 
 def read_all(base_url, window, thresholds, timeout=30, validate_certs=True, opener=None):
