@@ -47,7 +47,7 @@ def test_live_report_numbers():
     assert train["avg_utilisation"] == 44.9  # (718/8 + 0) / 2 nodes' 16 samples
     assert (infer["nodes"], infer["capacity"], infer["requested"], infer["idle"]) == (3, 12, 3, 9)
     assert report["totals"] == {"pools": 2, "nodes": 5, "gpus": 19, "capacity": 124, "requested": 59,
-                                "idle_gpu_hours": 273.0, "idle_cost": None}
+                                "pending_gpu_pods": 0, "idle_gpu_hours": 273.0, "idle_cost": None}
     # idle GPU-hours over the 24h window: physical GPUs x hours x (1 - utilisation)
     assert train["idle_gpu_hours"] == 211.7   # 16 x 24 x (1 - 0.44875), from the unrounded mean
     assert report["source"] == "cluster"
@@ -90,6 +90,19 @@ def test_at_its_max_needs_pending_gpu_pods_or_high_use():
     # a fully idle pool at its max: only the scale-down hints, never "raise max_nodes"
     idle = build_report(PLAN, nodes=nodes, pods=[], utilisation_scale=1.0)["hints"]
     assert AT_MAX not in idle and any("all 56 GPU units idle" in h for h in idle)
+
+
+def test_pending_gpu_pods_per_pool_and_in_total():
+    nodes, pods = fixture("nodes.json")["items"], fixture("pods.json")["items"]
+    extra = [_pending_gpu_pod("infer-l4"), _pending_gpu_pod("infer-l4", 2), _pending_gpu_pod(), _pending_gpu_pod("gone")]
+    cpu_only = {"metadata": {"name": "cpu"}, "spec": {"containers": [{}]}, "status": {"phase": "Pending"}}
+    report = build_report(PLAN, nodes=nodes, pods=pods + extra + [cpu_only], utilisation_scale=1.0)
+    # a pool counts the GPU pods pinned to it (the fleet view's right-sizing reads it); the total also
+    # counts the unpinned one and the one pinned to a pool this inventory does not have
+    assert [(p["pool"], p["pending_gpu_pods"]) for p in report["pools"]] == [("train-a100", 0), ("infer-l4", 2)]
+    assert report["totals"]["pending_gpu_pods"] == 4
+    render = build_report(PLAN, groups={"gpu_pool_infer_l4": ["l1"]})
+    assert render["totals"]["pending_gpu_pods"] is None and render["pools"][1]["pending_gpu_pods"] is None
 
 
 def test_render_mode_report_from_the_inventory_alone():

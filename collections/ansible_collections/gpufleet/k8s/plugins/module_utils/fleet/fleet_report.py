@@ -257,6 +257,7 @@ def build_report(plan, groups=None, gpu_facts=None, nodes=None, pods=None, utili
         # live, "at its max" needs a sign of demand: GPU pods waiting for a node, or the pool's GPU units
         # nearly all requested (a fully idle pool at its max gets the scale-down hints instead)
         pending_here = pending_gpu_pods.get(pool["name"], 0) + pending_gpu_pods.get(None, 0)
+        row["pending_gpu_pods"] = pending_gpu_pods.get(pool["name"], 0) if live else None  # pinned here (fleet view)
         busy = capacity > 0 and req >= BUSY_SHARE * capacity
         if max_nodes is not None and planned_nodes >= max_nodes and max_nodes > 0 and (
                 not live or pending_here or busy):
@@ -295,6 +296,7 @@ def build_report(plan, groups=None, gpu_facts=None, nodes=None, pods=None, utili
         "gpus": sum(r["gpus"] for r in pool_rows),
         "capacity": sum(r["capacity"] for r in pool_rows),
         "requested": sum(r["requested"] or 0 for r in pool_rows) if live else None,
+        "pending_gpu_pods": sum(pending_gpu_pods.values()) if live else None,  # pinned to a pool or not
         "idle_gpu_hours": round(sum(r["idle_gpu_hours"] or 0 for r in pool_rows), 1)
         if any(r["idle_gpu_hours"] is not None for r in pool_rows) else None,
         "idle_cost": round(sum(r["idle_cost"] or 0 for r in pool_rows), 2)
