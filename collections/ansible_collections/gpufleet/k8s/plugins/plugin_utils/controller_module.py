@@ -27,6 +27,7 @@ import datetime
 import os
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.six import binary_type, text_type
 from ansible.plugins.action import ActionBase
 
@@ -67,16 +68,24 @@ def plain(value):
 
 class ControllerModule(object):
     """The part of ``AnsibleModule`` gpufleet's modules use (``params``, ``check_mode``, ``_diff``,
-    ``warn``, ``exit_json``, ``fail_json``), for a module run inside the controller's worker."""
+    ``warn``, ``exit_json``, ``fail_json``), for a module run inside the controller's worker.
+
+    As ``AnsibleModule`` does, every value of a ``no_log`` option (a bearer token, a password) is masked
+    wherever it appears in the result, messages included: a client error that quotes it never reaches
+    the log."""
 
     def __init__(self, argument_spec, args, check_mode=False, diff=False, name="module"):
         self.check_mode = bool(check_mode)
         self._diff = bool(diff)
         self._warnings = []
         validated = ArgumentSpecValidator(argument_spec).validate(plain(args))
+        self.no_log_values = set(validated._no_log_values)  # pylint: disable=protected-access
         if validated.error_messages:
-            raise ModuleExit(dict(failed=True, msg="%s: %s" % (name, "; ".join(validated.error_messages))))
+            raise ModuleExit(self.masked(dict(failed=True, msg="%s: %s" % (name, "; ".join(validated.error_messages)))))
         self.params = validated.validated_parameters
+
+    def masked(self, result):
+        return remove_values(result, self.no_log_values) if self.no_log_values else result
 
     def warn(self, warning):
         self._warnings.append(text_type(warning))
@@ -86,7 +95,7 @@ class ControllerModule(object):
         result.setdefault("changed", False)
         if self._warnings:
             result["warnings"] = list(self._warnings)
-        return result
+        return self.masked(result)
 
     def exit_json(self, **kwargs):
         raise ModuleExit(self._result(kwargs))
@@ -97,11 +106,19 @@ class ControllerModule(object):
 
 
 def run_in_process(module_file, args, check_mode=False, diff=False, name="module"):
-    """Run ``module_file.run(module)`` with a :class:`ControllerModule`; return its result dict."""
+    """Run ``module_file.run(module)`` with a :class:`ControllerModule`; return its result dict. An
+    exception the module did not turn into ``fail_json`` becomes a failed result with the no_log values
+    masked (left to Ansible, its text and traceback would be printed as they are)."""
+    module = None
     try:
-        module_file.run(ControllerModule(module_file.argspec(), args, check_mode, diff, name))
+        module = ControllerModule(module_file.argspec(), args, check_mode, diff, name)
+        module_file.run(module)
     except ModuleExit as exc:
         return exc.result
+    except Exception as exc:  # pylint: disable=broad-except
+        result = dict(failed=True, msg="%s failed unexpectedly: %s: %s" % (name, type(exc).__name__, exc))
+        return module.masked(result) if module is not None else dict(
+            failed=True, msg="%s failed unexpectedly: %s" % (name, type(exc).__name__))
     return dict(failed=True, msg="%s ended without a result" % name)
 
 
