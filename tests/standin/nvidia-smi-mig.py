@@ -6,7 +6,9 @@ for the commands gpufleet's MIG partitioning (module_utils/node/mig_layout.py) r
   --query-gpu=index,uuid,name,mig.mode.current,mig.mode.pending --format=csv,noheader
   -i N -mig 0|1        (pending until -r when the GPU's "needs_reset" is true, as on Ampere / in VMs)
   -i N -r              (GPU reset: a pending MIG mode takes effect)
-  mig [-i N] -lgip | -lgi | -lci | -cgi P[,P...] [-C] | -dci | -dgi
+  mig [-i N] -lgip | -lgipp | -lgi | -lci | -cgi P[:START][,P[:START]...] [-C] | -dci | -dgi
+GPU instances go only where NVIDIA's MIG user guide places them (START = first memory slice; without one, the
+first free documented start, as the driver does), so a mix the GPU cannot hold fails at -cgi here too.
 State file: $NVIDIA_SMI_STANDIN_STATE (default /var/lib/nvidia-smi-standin/state.json), created with
 $NVIDIA_SMI_STANDIN_GPUS (default 2) H200 GPUs, MIG disabled. Every command that changes something
 is appended to <state>.log.
@@ -22,6 +24,10 @@ H200 = [("1g.18gb", 19, 7, "16.00", 1, 1), ("1g.18gb+me", 20, 1, "16.00", 1, 1),
         ("2g.35gb", 14, 3, "32.50", 2, 2), ("3g.71gb", 9, 2, "70.00", 3, 4), ("4g.71gb", 5, 1, "70.00", 4, 4),
         ("7g.141gb", 0, 1, "139.00", 7, 8)]
 PROFILES = dict((p[0], p) for p in H200)
+# Documented placement starts per memory-slice count of H200 profiles (MIG user guide, -lgipp output):
+# 1 slice 0-6, 1g with 2 slices 0/2/4/6, 2g 0/2/4, 3g 0/4, 4g 0, 7g 0.
+STARTS = {"1g.18gb": [0, 1, 2, 3, 4, 5, 6], "1g.18gb+me": [0, 1, 2, 3, 4, 5, 6], "1g.35gb": [0, 2, 4, 6],
+          "2g.35gb": [0, 2, 4], "3g.71gb": [0, 4], "4g.71gb": [0], "7g.141gb": [0]}
 # compute instance profile ids by compute slices (full-size compute instance of a GPU instance)
 CI_ID = {1: 0, 2: 1, 3: 2, 4: 3, 7: 4}
 
@@ -124,7 +130,7 @@ def lci(state, index):
                                      "        ID"], rows, 68))
 
 
-def place(gpu, profile):
+def place(gpu, profile, wanted=None):
     cs, ms = PROFILES[profile][4], PROFILES[profile][5]
     if sum(PROFILES[g["profile"]][4] for g in gpu["gis"]) + cs > 7 or \
             len([g for g in gpu["gis"] if g["profile"] == profile]) >= PROFILES[profile][2]:
@@ -132,10 +138,24 @@ def place(gpu, profile):
     used = set()
     for g in gpu["gis"]:
         used.update(range(g["start"], g["start"] + PROFILES[g["profile"]][5]))
-    for start in range(0, 8, ms):
-        if start + ms <= 8 and not used & set(range(start, start + ms)) and not (ms == 1 and start == 7):
+    for start in STARTS[profile] if wanted is None else [wanted]:
+        if start in STARTS[profile] and not used & set(range(start, start + ms)):
             return start
     return None
+
+
+def lgipp(state, index):
+    lines = []
+    for i, gpu in targets(state, index):
+        if not gpu["mig"]:
+            continue
+        for name, pid, _most, _mem, _cs, ms in H200:
+            starts = STARTS[name]
+            lines.append("GPU %2d Profile ID %2d %s {%s}:%d" % (i, pid, "Placements:" if len(starts) > 1 else "Placement :",
+                                                               ",".join(str(x) for x in starts), ms))
+    if not lines:
+        fail("No MIG-enabled devices found.")
+    print("\n".join(lines))
 
 
 def cgi(state, index, names, with_ci):
@@ -144,9 +164,10 @@ def cgi(state, index, names, with_ci):
             fail("Unable to create a GPU instance on GPU %d: MIG mode is not enabled" % i, 15)
         for name in names:
             name = name[4:] if name.startswith("MIG ") else name
-            if name not in PROFILES:
+            name, _sep, wanted = name.partition(":")
+            if name not in PROFILES or (wanted and not wanted.isdigit()):
                 fail("Unable to create a GPU instance on GPU %d using profile %s: Invalid Argument" % (i, name), 2)
-            start = place(gpu, name)
+            start = place(gpu, name, int(wanted) if wanted else None)
             if start is None:
                 fail("Unable to create a GPU instance on GPU %d using profile %s: Insufficient Resources" % (i, name), 2)
             gid = state["next_gi"]
@@ -202,6 +223,8 @@ def main(argv):
     rest = rest[1:]
     if rest == ["-lgip"]:
         lgip(state, index)
+    elif rest == ["-lgipp"]:
+        lgipp(state, index)
     elif rest == ["-lgi"]:
         lgi(state, index)
     elif rest == ["-lci"]:

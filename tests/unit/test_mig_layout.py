@@ -69,30 +69,41 @@ QUERY = " ".join(ml.GPU_QUERY)
 
 
 def h100_state():
-    run, calls = fake({QUERY: (0, fixture("h100-query-mig-on.csv")), "mig -lgip": (0, fixture("h100-lgip.txt")),
+    run, calls = fake({QUERY: (0, fixture("h100-query-mig-on.csv")), "mig -lgipp": (0, fixture("h100-lgipp.txt")),
+                       "mig -lgip": (0, fixture("h100-lgip.txt")),
                        "mig -lgi": (0, fixture("h100-lgi-3g-2x1g.txt")), "mig -lci": (0, fixture("h100-lci-3g-2x1g.txt"))})
     return ml.read_state(run), calls
 
 
 def test_one_query_then_the_three_mig_lists():
     _state, calls = h100_state()
-    assert calls == ["nvidia-smi " + QUERY, "nvidia-smi mig -lgip", "nvidia-smi mig -lgi", "nvidia-smi mig -lci"]
+    assert calls == ["nvidia-smi " + QUERY, "nvidia-smi mig -lgipp", "nvidia-smi mig -lgip", "nvidia-smi mig -lgi",
+                     "nvidia-smi mig -lci"]
     run, calls = fake({QUERY: (0, fixture("h100-query-mig-off.csv"))})
     assert ml.read_state(run)["gpu_instances"] == [] and len(calls) == 1   # MIG off everywhere: nothing to list
     run, calls = fake({QUERY: (0, fixture("h100-query-mig-on.csv")), "mig -lgip": (0, fixture("h100-lgip.txt")),
+                       "mig -lgipp": (2, "Invalid combination of input arguments"),   # a driver without -lgipp
                        "mig -lgi": (6, fixture("lgi-none.txt")), "mig -lci": (6, fixture("lci-none.txt"))})
-    assert ml.read_state(run)["compute_instances"] == []
+    state = ml.read_state(run)
+    assert state["compute_instances"] == [] and state["placements"] == {}
+
+
+def test_lgipp_placements():
+    placements = ml.parse_placements(fixture("h100-lgipp.txt"))
+    assert placements == {0: {19: (1, (0, 1, 2, 3, 4, 5, 6)), 20: (1, (0, 1, 2, 3, 4, 5, 6)), 15: (2, (0, 2, 4, 6)),
+                              14: (2, (0, 2, 4)), 9: (4, (0, 4)), 5: (4, (0,)), 0: (8, (0,))}}
 
 
 @pytest.mark.parametrize("wanted, profiles, devices, steps", [
     # GPU 0 has 3g + 2x 1g with one compute instance missing; GPU 1 waits for MIG mode (pending)
     ("present", {"1g.10gb": "all"}, "all", {
         0: [["nvidia-smi", "mig", "-i", "0", "-dci"], ["nvidia-smi", "mig", "-i", "0", "-dgi"],
-            ["nvidia-smi", "mig", "-i", "0", "-cgi", ",".join(["1g.10gb"] * 7), "-C"]],
-        1: [["nvidia-smi", "-i", "1", "-mig", "1"], ["nvidia-smi", "mig", "-i", "1", "-cgi", ",".join(["1g.10gb"] * 7), "-C"]]}),
+            ["nvidia-smi", "mig", "-i", "0", "-cgi", ",".join("1g.10gb:%d" % i for i in range(7)), "-C"]],
+        1: [["nvidia-smi", "-i", "1", "-mig", "1"],
+            ["nvidia-smi", "mig", "-i", "1", "-cgi", ",".join("1g.10gb:%d" % i for i in range(7)), "-C"]]}),
     ("present", {"3g.40gb": 1, "1g.10gb": 2}, [0], {   # same profiles, but GI 10 lacks its compute instance
         0: [["nvidia-smi", "mig", "-i", "0", "-dci"], ["nvidia-smi", "mig", "-i", "0", "-dgi"],
-            ["nvidia-smi", "mig", "-i", "0", "-cgi", "1g.10gb,1g.10gb,3g.40gb", "-C"]]}),
+            ["nvidia-smi", "mig", "-i", "0", "-cgi", "3g.40gb:0,1g.10gb:4,1g.10gb:5", "-C"]]}),
     ("absent", None, "all", {
         0: [["nvidia-smi", "mig", "-i", "0", "-dci"], ["nvidia-smi", "mig", "-i", "0", "-dgi"],
             ["nvidia-smi", "-i", "0", "-mig", "0"]],
@@ -141,7 +152,7 @@ def test_profiles_of_a_gpu_with_mig_off_come_from_the_catalog():
     run, _calls = fake({QUERY: (0, fixture("h100-query-mig-off.csv"))})
     plan = ml.plan(ml.read_state(run), "present", {"2g.20gb": "all"}, [1])
     assert plan["gpus"][0]["steps"] == [["nvidia-smi", "-i", "1", "-mig", "1"],
-                                        ["nvidia-smi", "mig", "-i", "1", "-cgi", "2g.20gb,2g.20gb,2g.20gb", "-C"]]
+                                        ["nvidia-smi", "mig", "-i", "1", "-cgi", "2g.20gb:0,2g.20gb:2,2g.20gb:4", "-C"]]
 
 
 @pytest.fixture()
@@ -168,11 +179,12 @@ def test_converge_check_idempotent_change_and_absent_on_the_standin(standin):
     check = ml.converge(standin, "present", {"1g.18gb": "all"}, check=True)
     assert check["changed"] and check["commands"] == [] and standin.state.read_text() == before
     done = ml.converge(standin, "present", {"1g.18gb": "all"})
-    assert done["commands"][:2] == ["nvidia-smi -i 0 -mig 1", "nvidia-smi mig -i 0 -cgi " + ",".join(["1g.18gb"] * 7) + " -C"]
+    assert done["commands"][:2] == ["nvidia-smi -i 0 -mig 1",
+                                    "nvidia-smi mig -i 0 -cgi " + ",".join("1g.18gb:%d" % i for i in range(7)) + " -C"]
     assert ml.converge(standin, "present", {"1g.18gb": "all"})["changed"] is False
     changed = ml.converge(standin, "present", {"3g.71gb": 1, "2g.35gb": 2}, [1])
     assert changed["commands"] == ["nvidia-smi mig -i 1 -dci", "nvidia-smi mig -i 1 -dgi",
-                                   "nvidia-smi mig -i 1 -cgi 2g.35gb,2g.35gb,3g.71gb -C"]
+                                   "nvidia-smi mig -i 1 -cgi 2g.35gb:0,2g.35gb:2,3g.71gb:4 -C"]
     gpus = standin_state(standin)["gpus"]
     assert sorted(g["profile"] for g in gpus[1]["gis"]) == ["2g.35gb", "2g.35gb", "3g.71gb"] and len(gpus[0]["gis"]) == 7
     gone = ml.converge(standin, "absent", None)
@@ -191,7 +203,7 @@ def test_a_pending_mig_mode_is_reset_when_allowed(standin):
     set_needs_reset(standin)
     done = ml.converge(standin, "present", {"7g.141gb": 1}, [0])
     assert done["commands"] == ["nvidia-smi -i 0 -mig 1", "nvidia-smi -i 0 -r",
-                                "nvidia-smi mig -i 0 -cgi 7g.141gb -C"] and done["reboot_required"] == []
+                                "nvidia-smi mig -i 0 -cgi 7g.141gb:0 -C"] and done["reboot_required"] == []
 
 
 def test_a_pending_mig_mode_without_reset_waits_for_a_reboot(standin):
@@ -205,7 +217,7 @@ def test_a_pending_mig_mode_without_reset_waits_for_a_reboot(standin):
         gpu["mig"] = gpu["mig_pending"]
     standin.state.write_text(json.dumps(state))
     done = ml.converge(standin, "present", {"7g.141gb": 1})
-    assert done["commands"] == ["nvidia-smi mig -i 0 -cgi 7g.141gb -C", "nvidia-smi mig -i 1 -cgi 7g.141gb -C"]
+    assert done["commands"] == ["nvidia-smi mig -i 0 -cgi 7g.141gb:0 -C", "nvidia-smi mig -i 1 -cgi 7g.141gb:0 -C"]
 
 
 def test_a_failed_command_is_named(standin):
@@ -216,7 +228,7 @@ def test_a_failed_command_is_named(standin):
         if "-cgi" in argv:
             return 2, "Unable to create a GPU instance on GPU 0 using profile 4g.71gb: Insufficient Resources\n", ""
         return real(argv)
-    with pytest.raises(ml.MigError, match="-cgi 4g.71gb -C failed \\(exit 2\\): Unable to create"):
+    with pytest.raises(ml.MigError, match="-cgi 4g.71gb:0 -C failed \\(exit 2\\): Unable to create"):
         ml.converge(broken, "present", {"4g.71gb": 1}, [0])
 
 
@@ -243,3 +255,76 @@ def test_config_document_round_trip():
         {"devices": [0, 1], "mig-enabled": True, "mig-devices": {"1g.18gb": "all"}}]}}
     assert ml.from_config_document(doc) == ("present", {"1g.18gb": "all"}, [0, 1])
     assert ml.from_config_document(ml.config_document("absent", {})) == ("absent", {}, "all")
+
+
+# Placement (NVIDIA's MIG user guide: GPU instances occupy memory slices; on an 8-slice A100/H100/H200 a 1g with
+# 1/8 of the memory starts at slice 0-6, a 1g with 1/4 at 0/2/4/6, 2g at 0/2/4, 3g at 0/4 taking 4 slices, 4g at
+# 0 taking 4, 7g all 8; the A30 has 4 slices: 1g at 0-3, 2g at 0/2, 4g all 4). Expected starts worked out by
+# hand from those tables.
+def gpu_with_mig_off(name):
+    run, _calls = fake({QUERY: (0, fixture(name))})
+    return ml.read_state(run)
+
+
+@pytest.mark.parametrize("query, profiles, cgi", [
+    ("a100-40gb-query-mig-off.csv", {"4g.20gb": 1, "3g.20gb": 1}, "4g.20gb:0,3g.20gb:4"),
+    ("a100-40gb-query-mig-off.csv", {"2g.10gb": 3, "1g.5gb": 1}, "2g.10gb:0,2g.10gb:2,2g.10gb:4,1g.5gb:6"),
+    # the 3g must go to slice 4 for both 2g to fit (a first-fit from slice 0 would strand the second 2g)
+    ("a100-40gb-query-mig-off.csv", {"3g.20gb": 1, "2g.10gb": 2}, "2g.10gb:0,2g.10gb:2,3g.20gb:4"),
+    ("a100-40gb-query-mig-off.csv", {"3g.20gb": 1, "1g.5gb": 4}, "1g.5gb:0,1g.5gb:1,1g.5gb:2,1g.5gb:3,3g.20gb:4"),
+    ("a100-40gb-query-mig-off.csv", {"2g.10gb": 3, "1g.10gb": 1}, "2g.10gb:0,2g.10gb:2,2g.10gb:4,1g.10gb:6"),
+    ("a100-40gb-query-mig-off.csv", {"1g.5gb": "all"}, ",".join("1g.5gb:%d" % i for i in range(7))),
+    ("a30-query-mig-off.csv", {"2g.12gb": 1, "1g.6gb": 2}, "2g.12gb:0,1g.6gb:2,1g.6gb:3"),
+    ("h100-query-mig-off.csv", {"4g.40gb": 1, "1g.20gb": 1, "1g.10gb": 2}, "4g.40gb:0,1g.10gb:4,1g.10gb:5,1g.20gb:6"),
+])
+def test_placeable_mixes_are_created_at_explicit_placements(query, profiles, cgi):
+    plan = ml.plan(gpu_with_mig_off(query), "present", profiles, [0])
+    assert plan["gpus"][0]["steps"][-1] == ["nvidia-smi", "mig", "-i", "0", "-cgi", cgi, "-C"]
+
+
+@pytest.mark.parametrize("query, profiles, counted", [
+    # 7 compute slices, but the two 3g take all 8 memory slices
+    ("a100-40gb-query-mig-off.csv", {"3g.20gb": 2, "1g.5gb": 1}, "1x 1g.5gb, 2x 3g.20gb"),
+    # 5 compute slices; four 1g.10gb take all 8 memory slices
+    ("a100-40gb-query-mig-off.csv", {"1g.10gb": 4, "1g.5gb": 1}, "4x 1g.10gb, 1x 1g.5gb"),
+    ("a100-40gb-query-mig-off.csv", {"2g.10gb": 2, "1g.10gb": 2, "1g.5gb": 1}, "2x 1g.10gb, 1x 1g.5gb, 2x 2g.10gb"),
+    ("a100-40gb-query-mig-off.csv", {"4g.20gb": 1, "1g.10gb": 2, "1g.5gb": 1}, "2x 1g.10gb, 1x 1g.5gb, 1x 4g.20gb"),
+    # the A30 has 4 memory slices (the 7-slice count alone let these through)
+    ("a30-query-mig-off.csv", {"4g.24gb": 1, "1g.6gb": 1}, "1x 1g.6gb, 1x 4g.24gb"),
+    ("a30-query-mig-off.csv", {"2g.12gb": 2, "1g.6gb": 1}, "1x 1g.6gb, 2x 2g.12gb"),
+    ("h100-query-mig-off.csv", {"3g.40gb": 2, "1g.10gb+me": 1}, "1x 1g.10gb+me, 2x 3g.40gb"),
+])
+def test_unplaceable_mixes_are_refused_naming_the_variable_and_profiles(query, profiles, counted):
+    with pytest.raises(ml.MigError) as err:
+        ml.plan(gpu_with_mig_off(query), "present", profiles, [0], profiles_var="gpufleet_gpu_pools[name=p].sharing.mig_profile")
+    assert str(err.value).startswith("gpufleet_gpu_pools[name=p].sharing.mig_profile: %s cannot be placed together on GPU 0"
+                                     % counted), str(err.value)
+    assert "overlap in its memory slices" in str(err.value)
+
+
+def test_the_gpus_own_lgipp_placements_win_over_the_catalog():
+    state, _calls = h100_state()
+    assert ml.plan(state, "present", {"4g.40gb": 1, "3g.40gb": 1}, [0])["changed"]
+    # a GPU that reports 3g.40gb only at slice 0 (a hand-edited -lgipp) cannot hold it beside the 4g
+    state["placements"] = ml.parse_placements(fixture("h100-lgipp.txt").replace("{0,4}:4", "{0}:4"))
+    with pytest.raises(ml.MigError, match="1x 3g.40gb, 1x 4g.40gb cannot be placed together on GPU 0 .*"
+                                          "3g.40gb takes 4 of 8 memory slices, starting at 0;"):
+        ml.plan(state, "present", {"4g.40gb": 1, "3g.40gb": 1}, [0])
+    # GPU 1 (MIG pending, not in -lgipp) is placed from the catalog
+    assert ml.plan(state, "present", {"4g.40gb": 1, "3g.40gb": 1}, [1])["gpus"][0]["steps"][-1][-2] == "4g.40gb:0,3g.40gb:4"
+
+
+def test_an_unplaceable_layout_is_refused_before_the_old_instances_are_destroyed(standin):
+    ml.converge(standin, "present", {"1g.18gb": "all"}, [0])
+    before = standin.state.read_text()
+    log_before = (standin.state.parent / "state.json.log").read_text()
+    for check in (True, False):
+        with pytest.raises(ml.MigError, match="gpu_mig_profiles: 1x 1g.18gb, 2x 3g.71gb cannot be placed together on "
+                                              "GPU 0 \\(NVIDIA H200\\)"):
+            ml.converge(standin, "present", {"3g.71gb": 2, "1g.18gb": 1}, [0], check=check)
+    assert standin.state.read_text() == before
+    assert (standin.state.parent / "state.json.log").read_text() == log_before
+    # what the stand-in (like the driver) does with that mix when asked anyway: the third instance fails
+    assert standin("nvidia-smi -i 1 -mig 1".split())[0] == 0
+    rc, out, _err = standin("nvidia-smi mig -i 1 -cgi 3g.71gb,3g.71gb,1g.18gb -C".split())
+    assert rc != 0 and "using profile 1g.18gb: Insufficient Resources" in out

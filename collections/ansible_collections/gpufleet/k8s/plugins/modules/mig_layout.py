@@ -14,14 +14,18 @@ short_description: Partition a host's NVIDIA GPUs into MIG instances (or turn MI
 version_added: "0.2.0"
 description:
   - Reads the GPUs and their MIG mode with one C(nvidia-smi --query-gpu) call, and the current layout with
-    C(nvidia-smi mig -lgip), C(-lgi) and C(-lci).
+    C(nvidia-smi mig -lgipp) (where each profile's GPU instances may be placed), C(-lgip), C(-lgi) and C(-lci).
   - With O(state=present), gives every selected GPU the GPU instances O(profiles) names (each with one
     full-size compute instance) - enables MIG mode, destroys the compute and GPU instances of a GPU whose
     layout differs, creates the wanted ones. A GPU whose layout already equals the plan is not touched.
   - With O(state=absent), destroys the instances and disables MIG mode on the selected GPUs.
   - A profile a GPU does not offer (its C(-lgip) list; with MIG disabled, NVIDIA's documented profiles of
-    its product), more instances than fit, or a GPU without MIG are refused before any command runs; the
-    message names O(profiles_var) and the allowed profiles.
+    its product), more instances than fit, a mix of profiles whose GPU instances cannot be placed side by side
+    in the GPU's memory slices (the GPU's C(-lgipp) placements; with MIG disabled, the placements NVIDIA's MIG
+    user guide documents for its product), or a GPU without MIG are refused before any command runs (in check
+    mode too); the message names O(profiles_var) and the profiles.
+  - GPU instances are created at explicit placements (C(-cgi profile:start,...)) found for the whole mix, so
+    the driver's own first-fit choice cannot strand a later instance.
   - A MIG mode change that stays pending is followed by a GPU reset (C(nvidia-smi -i N -r)) when
     O(allow_reset); a GPU whose change is still pending gets no instances and is returned in
     RV(reboot_required).
@@ -94,7 +98,7 @@ gpus:
       name: NVIDIA H200
       before: {mig: false, mig_pending: false, instances: [], compute_instances: 0, complete: true}
       after: {mig: true, mig_pending: true, instances: [1g.18gb, 1g.18gb], compute_instances: 2, complete: true}
-      steps: [[nvidia-smi, -i, "0", -mig, "1"], [nvidia-smi, mig, -i, "0", -cgi, "1g.18gb,1g.18gb", -C]]
+      steps: [[nvidia-smi, -i, "0", -mig, "1"], [nvidia-smi, mig, -i, "0", -cgi, "1g.18gb:0,1g.18gb:1", -C]]
 layout:
   description: The planned layout, one line per GPU.
   returned: always

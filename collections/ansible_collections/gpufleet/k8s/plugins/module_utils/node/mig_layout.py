@@ -4,11 +4,13 @@
 """MIG partitioning of a host's GPUs by gpufleet (standalone mode): read, plan, apply.
 
 Read: ONE ``nvidia-smi --query-gpu`` (CSV) for the GPUs and their MIG mode (current/pending), then
-``nvidia-smi mig -lgip`` (profiles a MIG-enabled GPU offers), ``-lgi`` and ``-lci`` (what exists).
+``nvidia-smi mig -lgipp`` (where each profile's GPU instances may start), ``-lgip`` (profiles a MIG-enabled
+GPU offers), ``-lgi`` and ``-lci`` (what exists).
 Plan: per GPU, the GPU instances the wanted layout asks for (``{profile: count}``, the shape of
 NVIDIA mig-parted's ``mig-devices``), and the commands that get there: MIG mode on/off, destroy the
 compute and GPU instances, create the wanted ones with one full-size compute instance each (``-C``).
-A profile the GPU does not offer is refused before any command runs.
+A profile the GPU does not offer, or a mix whose GPU instances cannot be placed side by side in the GPU's
+memory slices, is refused before any command runs; instances are created at the placements found.
 Apply: runs the plan through a ``run(argv) -> (rc, stdout, stderr)`` callable, resets a GPU whose MIG
 mode change stays pending (when allowed), and reports ``reboot_required`` when it still does.
 
@@ -32,18 +34,34 @@ CONFIG_NAME = "gpufleet"
 
 # Profiles per product name while MIG is disabled (nvidia-smi mig -lgip lists nothing then), from
 # NVIDIA's MIG user guide; the count is the most instances of that profile one GPU holds.
+# Placements (NVIDIA's MIG user guide, "Supported MIG Profiles" and the ``nvidia-smi mig -lgipp`` output
+# it shows): a GPU instance occupies ``size`` consecutive memory slices starting at one of ``starts``.
+# A100/H100/H200/B200 have 8 memory slices; a 1g profile with 1/8 of the memory starts at 0-6, one with
+# 1/4 (1g.10gb on A100-40GB, 1g.20gb, 1g.35gb, 1g.45gb) at 0, 2, 4, 6; 2g at 0, 2, 4; 3g at 0, 4 (4
+# slices); 4g at 0 (4 slices); 7g takes all 8. A30 has 4: 1g at 0-3, 2g at 0, 2; 4g takes all 4.
+_ONE = (1, (0, 1, 2, 3, 4, 5, 6))
+_ONE_WIDE = (2, (0, 2, 4, 6))
+_TWO = (2, (0, 2, 4))
+_THREE = (4, (0, 4))
+_FOUR = (4, (0,))
+_SEVEN = (8, (0,))
+
+
+def _eight_slices(one, one_wide, two, three, four, seven):
+    # {profile: (most instances, memory slices, placement starts)} of an 8-memory-slice GPU
+    return {one: (7,) + _ONE, one + "+me": (1,) + _ONE, one_wide: (4,) + _ONE_WIDE, two: (3,) + _TWO,
+            three: (2,) + _THREE, four: (1,) + _FOUR, seven: (1,) + _SEVEN}
+
+
 _CATALOG = (
-    # (product name pattern, {profile: most instances})
-    (r"H200", {"1g.18gb": 7, "1g.18gb+me": 1, "1g.35gb": 4, "2g.35gb": 3, "3g.71gb": 2, "4g.71gb": 1,
-               "7g.141gb": 1}),
-    (r"H100.*(80GB|HBM3|PCIe)|H800", {"1g.10gb": 7, "1g.10gb+me": 1, "1g.20gb": 4, "2g.20gb": 3, "3g.40gb": 2,
-                                      "4g.40gb": 1, "7g.80gb": 1}),
-    (r"A100.*80GB", {"1g.10gb": 7, "1g.10gb+me": 1, "1g.20gb": 4, "2g.20gb": 3, "3g.40gb": 2, "4g.40gb": 1,
-                     "7g.80gb": 1}),
-    (r"A100", {"1g.5gb": 7, "1g.5gb+me": 1, "1g.10gb": 4, "2g.10gb": 3, "3g.20gb": 2, "4g.20gb": 1, "7g.40gb": 1}),
-    (r"A30", {"1g.6gb": 4, "1g.6gb+me": 1, "2g.12gb": 2, "2g.12gb+me": 1, "4g.24gb": 1}),
-    (r"B200", {"1g.23gb": 7, "1g.23gb+me": 1, "1g.45gb": 4, "2g.45gb": 3, "3g.90gb": 2, "4g.90gb": 1,
-               "7g.180gb": 1}),
+    # (product name pattern, {profile: (most instances, memory slices, placement starts)})
+    (r"H200", _eight_slices("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb")),
+    (r"H100.*(80GB|HBM3|PCIe)|H800", _eight_slices("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")),
+    (r"A100.*80GB", _eight_slices("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")),
+    (r"A100", _eight_slices("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb")),
+    (r"A30", {"1g.6gb": (4, 1, (0, 1, 2, 3)), "1g.6gb+me": (1, 1, (0, 1, 2, 3)), "2g.12gb": (2, 2, (0, 2)),
+              "2g.12gb+me": (1, 2, (0, 2)), "4g.24gb": (1, 4, (0,))}),
+    (r"B200", _eight_slices("1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb")),
 )
 
 _NONE_FOUND = ("No GPU instances found", "No compute instances found", "No MIG-supported devices found",
@@ -79,6 +97,7 @@ def parse_gpus(text):
 
 _LGIP = re.compile(r"^\|\s*(\d+)\s+MIG\s+(\S+)\s+(\d+)\s+(\d+)/(\d+)\s")
 _LGI = re.compile(r"^\|\s*(\d+)\s+MIG\s+(\S+)\s+(\d+)\s+(\d+)\s+(\d+):(\d+)\s*\|")
+_LGIPP = re.compile(r"^GPU\s+(\d+)\s+Profile ID\s+(\d+)\s+Placements?\s*:\s*\{([\d,\s]*)\}:(\d+)")
 _LCI = re.compile(r"^\|\s*(\d+)\s+(\d+)\s+MIG\s+(\S+)\s+(\d+)\s+(\d+)\s+(\d+):(\d+)\s*\|")
 
 
@@ -90,6 +109,18 @@ def parse_profiles(text):
         if match:
             gpu, name, pid, free, total = match.groups()
             out.setdefault(int(gpu), {})[name] = {"id": int(pid), "free": int(free), "total": int(total)}
+    return out
+
+
+def parse_placements(text):
+    """``nvidia-smi mig -lgipp``: {gpu index: {profile id: (memory slices, (start, ...))}}."""
+    out = {}
+    for line in (text or "").splitlines():
+        match = _LGIPP.match(line.strip())
+        if match:
+            gpu, pid, starts, size = match.groups()
+            out.setdefault(int(gpu), {})[int(pid)] = (
+                int(size), tuple(int(x) for x in starts.replace(" ", "").split(",") if x))
     return out
 
 
@@ -116,12 +147,23 @@ def parse_compute_instances(text):
     return out
 
 
-def catalog_profiles(product_name):
-    """{profile: most instances} NVIDIA documents for ``product_name``, or None when unknown."""
+def _catalog(product_name):
     for pattern, profiles in _CATALOG:
         if re.search(pattern, product_name or ""):
-            return dict(profiles)
+            return profiles
     return None
+
+
+def catalog_profiles(product_name):
+    """{profile: most instances} NVIDIA documents for ``product_name``, or None when unknown."""
+    profiles = _catalog(product_name)
+    return None if profiles is None else dict((name, p[0]) for name, p in profiles.items())
+
+
+def catalog_placements(product_name):
+    """{profile: (memory slices, placement starts)} NVIDIA documents for ``product_name``, or None."""
+    profiles = _catalog(product_name)
+    return None if profiles is None else dict((name, (p[1], p[2])) for name, p in profiles.items())
 
 
 def read_state(run):
@@ -130,9 +172,12 @@ def read_state(run):
     if rc != 0:
         raise MigError("nvidia-smi cannot list the GPUs (exit %d): %s" % (rc, (err or out).strip()))
     gpus = parse_gpus(out)
-    state = {"gpus": gpus, "profiles": {}, "gpu_instances": [], "compute_instances": []}
+    state = {"gpus": gpus, "profiles": {}, "placements": {}, "gpu_instances": [], "compute_instances": []}
     if not any(g["mig"] for g in gpus):
         return state
+    # the placements the GPU itself reports (-lgipp); a driver that cannot list them leaves the catalog's
+    rc, out, _err = run(["nvidia-smi", "mig", "-lgipp"])
+    state["placements"] = parse_placements(out) if rc == 0 else {}
     for key, flag, parse in (("profiles", "-lgip", parse_profiles), ("gpu_instances", "-lgi", parse_gpu_instances),
                              ("compute_instances", "-lci", parse_compute_instances)):
         rc, out, err = run(["nvidia-smi", "mig", flag])
@@ -153,6 +198,68 @@ def _offered(gpu, state):
     if listed:
         return dict((name, p["total"]) for name, p in listed.items())
     return catalog_profiles(gpu["name"])
+
+
+def _placements(gpu, state):
+    """{profile: (memory slices, starts)} for the GPU: its -lgipp (by the -lgip profile ids) when MIG is on,
+    else the catalog's; None when neither knows it (then only the counts and compute slices are checked)."""
+    by_id = state.get("placements", {}).get(gpu["index"])
+    listed = state["profiles"].get(gpu["index"])
+    if by_id and listed:
+        known = dict((name, by_id[p["id"]]) for name, p in listed.items() if p["id"] in by_id)
+        if len(known) == len(listed):
+            return known
+    return catalog_placements(gpu["name"])
+
+
+def place(instances, placements):
+    """A start slice for every GPU instance of ``instances`` (profile names) so that none overlap, as
+    [(profile, start)] sorted by start, or None when the GPU cannot hold them together. Tries every
+    placement (few: at most 7 instances of at most 7 starts each), the most constrained instance first."""
+    order = sorted(instances, key=lambda p: (-placements[p][0], len(placements[p][1]), p))
+    taken = set()
+    chosen = []
+
+    def fit(i):
+        if i == len(order):
+            return True
+        size, starts = placements[order[i]]
+        for start in starts:
+            slices = set(range(start, start + size))
+            if taken & slices:
+                continue
+            taken.update(slices)
+            chosen.append((order[i], start))
+            if fit(i + 1):
+                return True
+            chosen.pop()
+            taken.difference_update(slices)
+        return False
+    return sorted(chosen, key=lambda c: (c[1], c[0])) if fit(0) else None
+
+
+def _counted(instances):
+    counts = {}
+    for profile in instances:
+        counts[profile] = counts.get(profile, 0) + 1
+    return ", ".join("%dx %s" % (counts[p], p) for p in sorted(counts))
+
+
+def placed_instances(gpu, state, want, profiles_var):
+    """The -cgi arguments for ``want``: ``profile:start`` each when the GPU's placements are known; refuses a
+    mix the GPU cannot place, naming ``profiles_var``, the profiles and where each may start."""
+    table = _placements(gpu, state)
+    if not table or any(p not in table for p in want):
+        return list(want)
+    spots = place(want, table)
+    if spots is None:
+        total = max(start + size for size, starts in table.values() for start in starts)
+        where = "; ".join("%s takes %d of %d memory slices, starting at %s" % (p, table[p][0], total, ", ".join(
+            str(x) for x in table[p][1])) for p in sorted(set(want)))
+        raise MigError("%s: %s cannot be placed together on GPU %d (%s): the GPU instances would overlap in its memory "
+                       "slices (%s); choose a combination NVIDIA's MIG user guide lists as valid for this GPU"
+                       % (profiles_var, _counted(want), gpu["index"], gpu["name"], where))
+    return ["%s:%d" % spot for spot in spots]
 
 
 def selected(gpus, devices):
@@ -227,6 +334,7 @@ def plan(state, wanted_state, profiles=None, devices="all", profiles_var="gpu_mi
         steps = []
         if wanted_state == "present":
             want = wanted_instances(gpu, _offered(gpu, state), profiles, profiles_var)
+            create = placed_instances(gpu, state, want, profiles_var)
             after = {"mig": True, "mig_pending": True, "instances": want, "compute_instances": len(want),
                      "complete": True}
             if not (gpu["mig"] and gpu["mig_pending"]):
@@ -236,7 +344,7 @@ def plan(state, wanted_state, profiles=None, devices="all", profiles_var="gpu_mi
                     steps.append(["nvidia-smi", "mig", "-i", idx, "-dci"])
                 if before["instances"]:
                     steps.append(["nvidia-smi", "mig", "-i", idx, "-dgi"])
-                steps.append(["nvidia-smi", "mig", "-i", idx, "-cgi", ",".join(want), "-C"])
+                steps.append(["nvidia-smi", "mig", "-i", idx, "-cgi", ",".join(create), "-C"])
         else:
             after = {"mig": False, "mig_pending": False, "instances": [], "compute_instances": 0, "complete": True}
             if before["compute_instances"]:
