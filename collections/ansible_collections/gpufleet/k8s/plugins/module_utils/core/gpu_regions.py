@@ -21,21 +21,25 @@ RECORDED = data.RECORDED
 CLOUDS = ("aws", "gcp")
 
 
-def _split(text):
-    return text.split()
-
-
 def aws_families(region):
     """EC2 GPU instance families offered in ``region`` (a set), None when the region is not recorded."""
     text = data.AWS_REGIONS.get(region)
-    return None if text is None else set(_split(text))
+    return None if text is None else set(text.split())
 
 
 def gcp_zones(region):
     """``{zone: set of accelerator types}`` of ``region``, None when the region is not recorded."""
-    zones = dict((zone, set(_split(text))) for zone, text in data.GCP_ZONES.items()
-                 if zone.rsplit("-", 1)[0] == region)
+    zones = dict((zone, set(names)) for zone, names in data.GCP_ZONES.items() if zone.rsplit("-", 1)[0] == region)
     return zones or None
+
+
+def recorded_names(cloud):
+    """Every EC2 family (aws) or accelerator type (gcp) the catalog records in some region."""
+    if cloud == "aws":
+        return set(" ".join(data.AWS_REGIONS.values()).split())
+    if cloud == "gcp":
+        return set(name for names in data.GCP_ZONES.values() for name in names)
+    return set()
 
 
 def known_regions(cloud):
@@ -98,6 +102,10 @@ def check_offering(var, pool, cluster, zones, problems):
     if not names:
         problems.error(var, "pool %s: gpu_type %s is not offered on %s at all, so not in %s; use a gpu_type %s "
                        "offers" % (pool.get("name"), gpu_type, cloud, where, cloud))
+        return
+    if not set(names) & recorded_names(cloud):
+        problems.warn(var, "pool %s: %s (%s) is not in the %s for any region, so whether %s offers it is not "
+                      "checked" % (pool.get("name"), gpu_type, ", ".join(names), _catalog(), where))
         return
     offered = offered_in(cloud, region, gpu_type)
     if offered is None:
