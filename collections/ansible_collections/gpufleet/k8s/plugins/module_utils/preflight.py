@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import Problems
 from ansible_collections.gpufleet.k8s.plugins.module_utils.day2 import upgrade_plan
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools import pools_check
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools import gke
@@ -30,6 +31,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import runtim
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core import input_text
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import gitops
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import dra_driver
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import cluster_pools
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
@@ -51,12 +53,22 @@ CHECKS.append(runtime_removal.check)
 CHECKS.append(input_text.check)
 CHECKS.append(gitops.check)
 CHECKS.append(dra_driver.check)
+CHECKS.append(cluster_pools.check)
 
 
 def run_preflight(params):
-    """Return ``(errors, warnings, plan)`` for the inventory ``params``."""
+    """Return ``(errors, warnings, plan)`` for the inventory ``params``.
+
+    The cluster's part of the fleet pools (gpufleet_fleet_pools) is appended to its own pools first,
+    so that every check below applies to them; messages name them by their own variable."""
+    fleet_problems = Problems()
+    params, own, index = cluster_pools.merge(params, fleet_problems)
     problems, plan = validate_inventory(params)
+    problems.extend(fleet_problems)
     if not problems.errors:
         for check in CHECKS:
             check(params, plan, problems)
-    return problems.errors, problems.warnings, plan
+    if index:
+        plan["fleet_pools"] = [pool.get("name") for pool in plan["pools"][own:] if isinstance(pool, dict)]
+    errors = cluster_pools.rename(problems.errors, own, index)
+    return errors, cluster_pools.rename(problems.warnings, own, index), plan
