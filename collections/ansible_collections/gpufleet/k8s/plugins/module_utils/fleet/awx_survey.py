@@ -61,6 +61,11 @@ STAGE_QUESTIONS = {
         ("fleet_report_prometheus_url", "Prometheus base URL for utilisation", "text", False),
         ("fleet_report_window", "Utilisation window (PromQL range, e.g. 24h)", "text", False),
     ],
+    "remediate": [
+        ("gpufleet_apply", "Read the cluster (true; remediation needs apply mode)?", "bool", False),
+        ("gpu_remediation_dry_run", "Only report what would be done (true) or act (false)?", "bool", False),
+        ("gpu_remediation_prometheus_url", "Prometheus base URL for the DCGM metrics", "text", False),
+    ],
 }
 BOOL_TRUE = ("true", "yes", "on", "1")
 BOOL_FALSE = ("false", "no", "off", "0")
