@@ -115,8 +115,8 @@ def _check_cluster(params, problems):
     if cloud in gpu_regions.CLOUDS and platform in CLOUD_PLATFORMS and isinstance(region, str) and settings_region \
             and settings_region != region:
         problems.error(FLEET_CLUSTER_VAR + ".region", "%r (the fleet file's region of cluster %s) differs from this "
-                       "inventory's gpu_pools_region %r; use one of: %s" % (region, value.get("name"),
-                                                                           settings_region, settings_region))
+                       "inventory's gpu_pools_region %r; use one of: %s"
+                       % (region, value.get("name"), settings_region, settings_region))
 
 
 def check(params, plan, problems):

@@ -116,8 +116,8 @@ def _plan_pool(var, pool, clusters, problems):
     spread = pool.get("spread")
     if not isinstance(spread, list) or not spread:
         problems.error(var + ".spread", "must be a non-empty list of parts, one per cluster, e.g. [{cluster: %s, "
-                       "share: 100, zones: [...]}]; clusters: %s" % (next(iter(sorted(clusters)), "c1"),
-                                                                    ", ".join(sorted(clusters)) or "(none)"))
+                       "share: 100, zones: [...]}]; clusters: %s"
+                       % (next(iter(sorted(clusters)), "c1"), ", ".join(sorted(clusters)) or "(none)"))
         return []
     if "zones" in pool:
         problems.error(var + ".zones", "a fleet pool's zones belong to its parts; move them to spread[].zones "
@@ -144,8 +144,8 @@ def _plan_pool(var, pool, clusters, problems):
         else:
             seen[name] = j
             if cluster.get("cloud") not in CLOUDS:
-                problems.error(pvar + ".cluster", "cluster %s has cloud %r; use %s" % (name, cluster.get("cloud"),
-                                                                                      one_of(CLOUDS)))
+                problems.error(pvar + ".cluster", "cluster %s has cloud %r; use %s"
+                               % (name, cluster.get("cloud"), one_of(CLOUDS)))
             else:
                 _check_part(pvar, part, pool, cluster, problems)
         if "share" in part:
@@ -180,7 +180,7 @@ def _bounds(var, pool, parts, problems):
         for key in (k for k in BOUND_KEYS if pool.get(k) is not None):
             problems.error(var + "." + key, "is a fleet total that shares split; with explicit bounds in every "
                            "part, set %s in the parts (spread[].%s) and drop it here" % (key, key))
-        return [(part, cluster, dict((k, part[k]) for k in BOUND_KEYS if k in part)) for _, part, cluster in parts]
+        return [(part, cluster, dict((k, part[k]) for k in BOUND_KEYS if k in part)) for _j, part, cluster in parts]
     shares = [p[1].get("share") for p in parts]
     if not all(_is_int(s) for s in shares):
         return []
@@ -188,7 +188,7 @@ def _bounds(var, pool, parts, problems):
         problems.error(var + ".spread", "the shares add up to %d (%s); use shares that add up to 100"
                        % (sum(shares), " + ".join(str(s) for s in shares)))
         return []
-    out = [(part, cluster, {}) for _, part, cluster in parts]
+    out = [(part, cluster, {}) for _j, part, cluster in parts]
     for key in BOUND_KEYS:
         total = pool.get(key)
         if total is None:
@@ -274,7 +274,7 @@ def split_pools(pools, clusters, var="fleet_run_pools", selected=None, warnings=
     _raise(problems, var)
     names = [n for n in known if selected is None or n in selected]
     out = dict((name, []) for name in names)
-    for _, pool, parts in planned:
+    for _i, pool, parts in planned:
         for part, cluster, bounds in parts:
             if cluster["name"] in out:
                 out[cluster["name"]].append(_cluster_pool(pool, part, cluster, bounds))
@@ -296,7 +296,7 @@ def spread_rows(pools, clusters, var="fleet_run_pools", selected=None):
     problems, planned = _plan(pools, clusters, var)
     _raise(problems, var)
     rows = []
-    for _, pool, parts in planned:
+    for _i, pool, parts in planned:
         for part, cluster, bounds in parts:
             if selected is not None and cluster["name"] not in selected:
                 continue
