@@ -1,0 +1,87 @@
+"""playbooks/fleet.yml with the real ansible-playbook on the shipped eks, gke and kubeadm-operator inventories
+(render mode, nothing contacted): selection by tag and region, the fleet file refused before any cluster runs,
+check mode passed on to every cluster, and a credential in fleet_run_vars kept off the output. The fleet on
+the real control plane (apply mode, one cluster failing): test_cp_fleet.py."""
+import json
+import os
+import stat
+
+import yaml
+
+from ansible_run import ROOT, flat, run_playbook
+
+SECRET = "fleet-secret-7f3a9c"
+
+
+def fleet(tmp_path, select=None, **settings):
+    """A fleet inventory at tmp_path/fleet naming the shipped inventories (each cluster building under tmp_path)."""
+    folder = tmp_path / "fleet"
+    (folder / "group_vars" / "all").mkdir(parents=True)
+    (folder / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"gpufleet_controller": {"hosts": {
+        "localhost": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}}}}))
+    clusters = [
+        {"name": "onprem-fra", "inventory": os.path.join(ROOT, "inventories", "kubeadm-operator"), "cloud": "onprem",
+         "region": "fra1", "tags": ["prod", "training"]},
+        {"name": "eks-use1", "inventory": os.path.join(ROOT, "inventories", "eks"), "cloud": "aws",
+         "region": "us-east-1", "tags": ["prod"]},
+        {"name": "gke-usc1", "inventory": os.path.join(ROOT, "inventories", "gke"), "cloud": "gcp",
+         "region": "us-central1", "tags": ["research"]},
+    ]
+    for cluster in clusters:
+        cluster["vars"] = {"gpufleet_build_dir": str(tmp_path / ("build-" + cluster["name"]))}
+    variables = {"fleet_run_name": "test", "fleet_run_clusters": clusters, "fleet_run_select": select or [],
+                 "fleet_run_run_dir": str(tmp_path / "run")}
+    variables.update(settings)
+    (folder / "group_vars" / "all" / "fleet.yml").write_text(yaml.safe_dump(variables))
+    return str(folder)
+
+
+def run_fleet(tmp_path, inventory, *args):
+    return run_playbook("playbooks/fleet.yml", "-i", inventory, "-e", "fleet_overview_dir=%s" % (tmp_path / "report"),
+                        *args, timeout=600)
+
+
+def test_selection_by_tag_and_region_runs_only_those_clusters(tmp_path):
+    inv = fleet(tmp_path, select=["tag=research", "region=fra1"], fleet_run_stage="provision")
+    rc, out = run_fleet(tmp_path, inv)
+    assert rc == 0, out[-4000:]
+    assert "gke-usc1: ok (rc 0" in out and "onprem-fra: ok (rc 0" in out
+    assert "eks-use1: skipped (not selected (fleet_run_select))" in out
+    assert sorted(os.listdir(str(tmp_path / "run"))) == ["gke-usc1", "onprem-fra"]
+    assert (tmp_path / "build-gke-usc1" / "provision").is_dir() and not (tmp_path / "build-eks-use1").exists()
+    # each cluster rendered from its own inventory: GKE node auto-provisioning, the kubeadm hosts' Nodes
+    assert (tmp_path / "build-gke-usc1" / "provision" / "gke" / "autoprovisioning.yaml").is_file()
+    assert sorted(os.listdir(str(tmp_path / "build-onprem-fra" / "provision" / "nodes"))) == [
+        "00-node-h100-node-01.example.internal.yaml", "01-node-h100-node-02.example.internal.yaml",
+        "02-node-l40s-node-01.example.internal.yaml"]
+    assert not (tmp_path / "build-gke-usc1" / "provision" / "nodes").exists()
+    assert "Write the fleet-wide report" not in out       # provision does not run the clusters' report
+
+
+def test_a_wrong_fleet_file_runs_no_cluster(tmp_path):
+    inv = fleet(tmp_path, select=["tag=staging"])
+    rc, out = run_fleet(tmp_path, inv)
+    assert rc != 0
+    assert "fleet_run_select[0]: no cluster of the fleet has tag 'staging'; known: prod, research, training" in flat(out)
+    assert not (tmp_path / "run").exists()
+    clusters = yaml.safe_load(open(os.path.join(inv, "group_vars", "all", "fleet.yml")))["fleet_run_clusters"]
+    clusters[2]["inventory"] = clusters[1]["inventory"]
+    rc, out = run_fleet(tmp_path, inv, "-e", json.dumps({"fleet_run_clusters": clusters, "fleet_run_select": []}))
+    assert rc != 0
+    assert "fleet_run_clusters[2].inventory: %s is also the inventory of fleet_run_clusters[1]" % clusters[1]["inventory"] \
+        in flat(out)
+    assert not (tmp_path / "run").exists()
+
+
+def test_check_mode_reaches_every_cluster_and_a_credential_stays_in_the_private_file(tmp_path):
+    inv = fleet(tmp_path, select=["eks-use1"], fleet_run_stage="provision",
+                fleet_run_vars={"gpufleet_fleet_test_token": SECRET})
+    rc, out = run_fleet(tmp_path, inv, "--check", "--diff", "-vvv")
+    assert rc == 0, out[-4000:]
+    assert "eks-use1: ok (rc 0" in out
+    assert not (tmp_path / "build-eks-use1").exists(), "check mode wrote the cluster's build tree"
+    vars_file = tmp_path / "run" / "eks-use1" / "fleet-vars.json"
+    assert stat.S_IMODE(os.stat(str(vars_file)).st_mode) == 0o600
+    assert json.loads(vars_file.read_text())["gpufleet_fleet_test_token"] == SECRET
+    log = (tmp_path / "run" / "eks-use1" / "provision.log").read_text()
+    assert SECRET not in out and SECRET not in log
