@@ -145,7 +145,9 @@ def test_empty_pools():
      ["unknown key(s) weight", "one of: cluster, share"]),
     ([pool(zones=["us-east-1a"])], "fleet_run_pools[0].zones", ["move them to spread[].zones"]),
     ([pool(max_nodes=1, min_nodes=0)], "fleet_run_pools[0].spread[1].share",
-     ["40% of max_nodes 1 leaves cluster gke-usc1 with max_nodes 0"]),
+     ["40% of max_nodes 1 leaves cluster gke-usc1 with max_nodes 0 (no node could start"]),
+    ([pool(gpus_per_node=4, max_gpus=6, max_nodes=None)], "fleet_run_pools[0].spread[1].share",
+     ["40% of max_gpus 6 leaves cluster gke-usc1 with max_gpus 2 (no node could start: it needs at least 4)"]),
     ([pool(), pool()], "fleet_run_pools[1].name", ["'infer-l4' is used twice"]),
     ([pool(name="Infer")], "fleet_run_pools[0].name", ["not a valid pool name", "DNS label"]),
     ([pool(gpu_tpye="l4")], "fleet_run_pools[0]", ["unknown key(s) gpu_tpye", "spread"]),
@@ -201,6 +203,11 @@ def test_unknown_region_warns_and_passes():
                                   clusters, warnings=warnings)
     assert out["eks-x"][0]["max_nodes"] == 20
     assert len(warnings) == 1 and "'mx-central-1'" in warnings[0] and "not checked" in warnings[0]
+
+
+def test_max_gpus_at_gpus_per_node_passes():
+    out = pool_spread.split_pools([pool(gpus_per_node=4, max_gpus=10, max_nodes=None)], CLUSTERS)
+    assert [out["eks-use1"][0]["max_gpus"], out["gke-usc1"][0]["max_gpus"]] == [6, 4]
 
 
 def test_spread_rows_and_markdown():

@@ -201,11 +201,14 @@ def _bounds(var, pool, parts, problems):
     if _is_int(mn) and _is_int(mx) and mx < mn:
         problems.error(var + ".max_nodes", "%d is below min_nodes %d" % (mx, mn))
     for (j, part, cluster), (_p, _c, bounds) in zip(parts, out):
+        gpn = pool.get("gpus_per_node", 1)
+        least = {"max_nodes": 1, "max_gpus": gpn if _is_int(gpn) and gpn > 0 else 1}
         for key in ("max_nodes", "max_gpus"):
-            if bounds.get(key) == 0 and pool.get(key):
-                problems.error("%s.spread[%d].share" % (var, j), "%d%% of %s %d leaves cluster %s with %s 0 (no node "
-                               "could start); raise %s, raise the share, or use explicit bounds"
-                               % (part["share"], key, pool[key], part.get("cluster"), key, key))
+            if bounds.get(key) is not None and bounds[key] < least[key] and pool.get(key):
+                problems.error("%s.spread[%d].share" % (var, j), "%d%% of %s %d leaves cluster %s with %s %d (no "
+                               "node could start: it needs at least %d); raise %s, raise the share, or use explicit "
+                               "bounds" % (part["share"], key, pool[key], part.get("cluster"), key, bounds[key],
+                                           least[key], key))
         if bounds.get("min_nodes", 0) > bounds.get("max_nodes", bounds.get("min_nodes", 0)):
             bounds["min_nodes"] = bounds["max_nodes"]
     return out
