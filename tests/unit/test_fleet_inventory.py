@@ -173,20 +173,20 @@ def test_other_extra_args_are_refused(args, message):
 
 def test_command_line_has_the_cluster_inventory_and_only_the_vars_file():
     cluster = fleet.load(example(), FLEET_DIR)[1]
-    argv = fleet.command_line("/venv/bin/ansible-playbook", ROOT, cluster, "site", "/run/eks-use1/fleet-vars.json",
+    argv = fleet.command_line("/venv/bin/ansible-playbook", os.path.join(ROOT, "playbooks"), cluster, "site", "/run/eks-use1/fleet-vars.json",
                               check_mode=True, diff=True, extra=["--tags=cluster"])
     assert argv == ["/venv/bin/ansible-playbook", "-i", os.path.join(ROOT, "inventories", "eks"),
                     os.path.join(ROOT, "playbooks", "site.yml"), "-e", "@/run/eks-use1/fleet-vars.json",
                     "--check", "--diff", "--tags=cluster"]
-    plain = fleet.command_line("ansible-playbook", ROOT, cluster, "provision", "/v.json")
+    plain = fleet.command_line("ansible-playbook", os.path.join(ROOT, "playbooks"), cluster, "provision", "/v.json")
     assert "--check" not in plain and "--diff" not in plain
 
 
 def test_every_stage_has_its_playbook_and_nothing_else_is_a_stage():
     for stage in fleet.STAGES:
-        assert os.path.isfile(fleet.stage_playbook(ROOT, stage)), stage
+        assert os.path.isfile(fleet.stage_playbook(os.path.join(ROOT, "playbooks"), stage)), stage
     with pytest.raises(GpufleetError) as err:
-        fleet.stage_playbook(ROOT, "onboard")
+        fleet.stage_playbook(os.path.join(ROOT, "playbooks"), "onboard")
     assert "fleet_run_stage: 'onboard'; use one of: preflight, provision" in err.value.msg
 
 

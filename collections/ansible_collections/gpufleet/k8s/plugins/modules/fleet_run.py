@@ -32,9 +32,15 @@ attributes:
     details: Each cluster's run gets C(--check) (and C(--diff) in diff mode); its log and variables file are still written.
 options:
   project_dir:
-    description: The gpufleet project (its C(playbooks/) and C(ansible.cfg)); the clusters' runs start there.
+    description:
+      - The project directory (C(playbook_dir | gpufleet.k8s.project_dir) - a clone's root, or the directory
+        ansible-playbook runs in for the installed collection); the clusters' runs start there, and their default
+        build folders and O(run_dir) are below it.
     type: path
     required: true
+  playbooks_dir:
+    description: The folder of the stage playbooks (the folder of C(fleet.yml)); defaults to C(<project_dir>/playbooks).
+    type: path
   fleet_dir:
     description: The fleet inventory folder; relative cluster inventories are relative to it.
     type: path
@@ -162,6 +168,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.pool_spread imp
 def argspec():
     return dict(
         project_dir=dict(type="path", required=True),
+        playbooks_dir=dict(type="path"),
         fleet_dir=dict(type="path", required=True),
         stage=dict(type="str", required=True, choices=list(fleet.STAGES)),
         clusters=dict(type="list", elements="dict", required=True),
@@ -195,7 +202,8 @@ def plan(p, check_mode=False, diff=False):
     clusters = fleet.load(p["clusters"], p["fleet_dir"], p["common_vars"])
     selected = [c["name"] for c in fleet.select(clusters, p["select"])]
     extra = fleet.extra_args(p["extra_args"])
-    playbook = fleet.stage_playbook(p["project_dir"], p["stage"])
+    playbooks_dir = p["playbooks_dir"] or os.path.join(p["project_dir"], "playbooks")
+    playbook = fleet.stage_playbook(playbooks_dir, p["stage"])
     if not os.path.isfile(playbook):
         raise GpufleetError("fleet_run_stage: %s has no playbook %s" % (p["stage"], playbook))
     warnings = []
@@ -212,7 +220,7 @@ def plan(p, check_mode=False, diff=False):
         jobs.append({"name": cluster["name"], "folder": folder, "vars_file": vars_file, "cwd": p["project_dir"],
                      "log": os.path.join(folder, p["stage"] + ".log"),
                      "vars": fleet.cluster_vars(cluster, parts.get(cluster["name"], []), p["common_vars"]),
-                     "argv": fleet.command_line(program, p["project_dir"], cluster, p["stage"], vars_file,
+                     "argv": fleet.command_line(program, playbooks_dir, cluster, p["stage"], vars_file,
                                                 check_mode, diff, extra)})
     return {"clusters": clusters, "selected": selected, "jobs": jobs, "spread": spread, "warnings": warnings}
 
@@ -263,8 +271,8 @@ def run(module):
         module.exit_json(changed=False, clusters=entries, selected=planned["selected"], commands=commands,
                          spread=planned["spread"], failed_clusters=[], lines=[runner.line(e) for e in entries],
                          overview=[runner.overview_entry(e) for e in entries],
-                         summary="%d of %d cluster(s) selected: %s" % (len(planned["selected"]), len(entries),
-                                                                      ", ".join(planned["selected"])))
+                         summary="%d of %d cluster(s) selected: %s" % (
+                             len(planned["selected"]), len(entries), ", ".join(planned["selected"])))
     try:
         entries = execute(p, planned)
     except (IOError, OSError) as exc:

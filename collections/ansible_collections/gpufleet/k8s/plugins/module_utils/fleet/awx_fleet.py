@@ -97,7 +97,7 @@ def fleet_plan(project_dir, folder_name, variables, stages, organization, prefix
     except GpufleetError as exc:
         raise GpufleetError("fleet inventory inventories/%s: %s" % (folder_name, exc.msg))
     for stage in stages:
-        fleet.stage_playbook(project_dir, stage)
+        fleet.stage_playbook(os.path.join(project_dir, "playbooks"), stage)
     templates, nodes = [], []
     for index, cluster in enumerate(clusters):
         inventory = _awx_inventory(project_dir, "inventories/" + folder_name, cluster, index)

@@ -242,16 +242,17 @@ def extra_args(args, var="fleet_run_extra_args"):
     return out
 
 
-def stage_playbook(project_dir, stage):
+def stage_playbook(playbooks_dir, stage):
+    """The stage's playbook in ``playbooks_dir`` (a clone's playbooks/, or the installed collection's)."""
     if stage not in STAGES:
         raise GpufleetError("fleet_run_stage: %r; use %s" % (stage, one_of(STAGES)))
-    return os.path.join(project_dir, "playbooks", stage + ".yml")
+    return os.path.join(playbooks_dir, stage + ".yml")
 
 
-def command_line(ansible_playbook, project_dir, cluster, stage, vars_file, check_mode=False, diff=False, extra=()):
+def command_line(ansible_playbook, playbooks_dir, cluster, stage, vars_file, check_mode=False, diff=False, extra=()):
     """The argv of one cluster's stage run: its own inventory, the fleet part of its variables from a
     private file, the run's check/diff flags and the checked extra arguments."""
-    argv = [ansible_playbook, "-i", cluster["inventory"], stage_playbook(project_dir, stage), "-e", "@" + vars_file]
+    argv = [ansible_playbook, "-i", cluster["inventory"], stage_playbook(playbooks_dir, stage), "-e", "@" + vars_file]
     if check_mode:
         argv.append("--check")
     if diff:
