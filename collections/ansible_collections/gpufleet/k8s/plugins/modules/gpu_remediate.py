@@ -64,6 +64,24 @@ options:
     description: Seconds per Prometheus query.
     type: int
     default: 30
+  prometheus_username:
+    description:
+      - User name for HTTP basic authentication to Prometheus (or a proxy in front of it), with O(prometheus_password).
+      - Credentials inside C(policy.prometheus_url) (C(user:password@host)) are refused - a URL is printed with the
+        task's arguments.
+    type: str
+    default: ""
+    version_added: "0.4.0"
+  prometheus_password:
+    description: Password for HTTP basic authentication to Prometheus (never logged).
+    type: str
+    default: ""
+    version_added: "0.4.0"
+  prometheus_bearer_token:
+    description: Bearer token sent to Prometheus (never logged); not together with O(prometheus_username).
+    type: str
+    default: ""
+    version_added: "0.4.0"
 extends_documentation_fragment:
   - gpufleet.k8s.attributes.no_diff
   - gpufleet.k8s.k8s_connection
@@ -195,6 +213,9 @@ def argspec():
         gpu_facts=dict(type="dict", default={}),
         prometheus_validate_certs=dict(type="bool", default=True),
         prometheus_timeout=dict(type="int", default=30),
+        prometheus_username=dict(type="str", default=""),
+        prometheus_password=dict(type="str", default="", no_log=True),
+        prometheus_bearer_token=dict(type="str", default="", no_log=True),
     )
     spec.update(connection_args(None))
     return spec
@@ -203,6 +224,14 @@ def argspec():
 def run(module):
     p = module.params
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    url = (p["policy"] or {}).get("prometheus_url") or ""
+    if remediation_metrics.has_credentials(url):
+        # refused below; the URL itself is masked wherever the result would show it (the task's arguments)
+        module.no_log_values.add(str(url))
+    problems = remediation_metrics.credentials_problems("gpu_remediation", url, p["prometheus_username"],
+                                                        p["prometheus_password"], p["prometheus_bearer_token"])
+    if problems:
+        module.fail_json(msg="; ".join(problems) + "; nothing was read or changed")
     try:
         policy = remediation.validate_policy(p["policy"])
     except GpufleetError as exc:
@@ -214,7 +243,10 @@ def run(module):
         if policy["prometheus_url"]:
             responses = remediation_metrics.read_all(policy["prometheus_url"], policy["window"], policy["thresholds"],
                                                      timeout=p["prometheus_timeout"],
-                                                     validate_certs=p["prometheus_validate_certs"])
+                                                     validate_certs=p["prometheus_validate_certs"],
+                                                     headers=remediation_metrics.auth_headers(
+                                                         p["prometheus_username"], p["prometheus_password"],
+                                                         p["prometheus_bearer_token"]))
             found = remediation_metrics.findings(
                 responses, policy["thresholds"], lambda code: remediation.xid_verdict(code, policy["xid_overrides"]))
         found = remediation.merge_findings(found, remediation.host_findings(p["gpu_facts"], policy["thresholds"]))

@@ -27,6 +27,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.core.role_specs impor
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.yaml_support import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.remediation_metrics import has_credentials
 
 SURVEY_PREFIX = "gpufleet_survey_"
 TEXT_MAX = 1024
@@ -184,6 +185,12 @@ def parse_answers(answers):
                 variables[variable] = int(value)
             except (TypeError, ValueError):
                 errors.append("%s: %r is not an integer" % (survey_var, value))
+        elif variable.endswith("_prometheus_url") and has_credentials(str(value).strip()):
+            # the answer is never repeated: it is shown with the facts this sets
+            errors.append("%s: credentials in the URL (user:password@) are refused, they would be printed in the "
+                          "job's log; give Prometheus's credentials to %s_username and %s_password (or "
+                          "%s_bearer_token) through an AWX credential or a vault" % (
+                              survey_var, variable[:-4], variable[:-4], variable[:-4]))
         else:
             variables[variable] = str(value).strip() if kind == "text" else value
     return variables, errors

@@ -27,6 +27,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import json
 import math
 
@@ -142,6 +143,40 @@ def shown(url):
     return "%s%s%s%s%s" % (scheme, sep, host, slash, path)
 
 
+def has_credentials(url):
+    """True when ``url`` carries userinfo (``scheme://user[:password]@host``)."""
+    scheme, sep, rest = str(url).partition("://")
+    return bool(sep) and "@" in rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+
+
+def credentials_problems(prefix, url, username="", password="", bearer_token=""):
+    """Messages for Prometheus access settings that cannot be used, naming the ``<prefix>_*`` variable and
+    never quoting the URL or a secret. Credentials belong in their own (no_log) variables: a URL is an
+    ordinary argument, printed with the task at -vvv and kept in the job events."""
+    out = []
+    if has_credentials(url):
+        out.append("%s_prometheus_url: credentials in the URL (user:password@) are refused, they would be printed "
+                   "with the task's arguments; put the user name in %s_prometheus_username and the password in "
+                   "%s_prometheus_password (or a token in %s_prometheus_bearer_token)" % (prefix, prefix, prefix, prefix))
+    if bearer_token and (username or password):
+        out.append("%s_prometheus_bearer_token: set either the bearer token or %s_prometheus_username and "
+                   "%s_prometheus_password, not both" % (prefix, prefix, prefix))
+    elif bool(username) != bool(password):
+        out.append("%s_prometheus_%s: basic authentication needs both %s_prometheus_username and "
+                   "%s_prometheus_password" % (prefix, "password" if username else "username", prefix, prefix))
+    return out
+
+
+def auth_headers(username="", password="", bearer_token=""):
+    """The Authorization header for Prometheus (or a proxy in front of it): Bearer, Basic, or none."""
+    if bearer_token:
+        return {"Authorization": "Bearer %s" % bearer_token}
+    if username and password:
+        pair = ("%s:%s" % (username, password)).encode("utf-8")
+        return {"Authorization": "Basic %s" % base64.b64encode(pair).decode("ascii")}
+    return {}
+
+
 def query(base_url, promql, timeout=30, validate_certs=True, headers=None, opener=None):
     """The decoded JSON of ``GET <base_url>/api/v1/query?query=<promql>``. Prometheus answers a bad
     query with HTTP 400 and the same JSON (status error): that JSON is returned for ``samples`` to
@@ -152,6 +187,11 @@ def query(base_url, promql, timeout=30, validate_certs=True, headers=None, opene
         response = opener(url, method="GET", timeout=timeout, validate_certs=validate_certs, headers=headers or {})
         body = response.read()
     except Exception as exc:  # HTTPError carries the error JSON; anything else: not reachable
+        if getattr(exc, "code", None) in (401, 403):
+            raise GpufleetError("gpu_remediation_prometheus_url: Prometheus at %s refused the request (HTTP %s): set "
+                                "gpu_remediation_prometheus_username and gpu_remediation_prometheus_password, or "
+                                "gpu_remediation_prometheus_bearer_token, to what it accepts; nothing was changed"
+                                % (shown(base_url), exc.code))
         read = getattr(exc, "read", None)
         body = read() if read is not None else None
         if not body:
@@ -164,11 +204,12 @@ def query(base_url, promql, timeout=30, validate_certs=True, headers=None, opene
                             "(is it the Prometheus base URL?); nothing was changed" % shown(base_url))
 
 
-def read_all(base_url, window, thresholds, timeout=30, validate_certs=True, opener=None):
-    """{name: response} for every query whose threshold is set (XIDs and row remapping always)."""
+def read_all(base_url, window, thresholds, timeout=30, validate_certs=True, opener=None, headers=None):
+    """{name: response} for every query whose threshold is set (XIDs and row remapping always);
+    ``headers`` (auth_headers()) go with every query."""
     out = {}
     for name, text in sorted(query_texts(window).items()):
         if name not in ("xid", "row_remap_failure") and thresholds.get(name) is None:
             continue
-        out[name] = query(base_url, text, timeout=timeout, validate_certs=validate_certs, opener=opener)
+        out[name] = query(base_url, text, timeout=timeout, validate_certs=validate_certs, headers=headers, opener=opener)
     return out

@@ -224,3 +224,37 @@ def olm_problem(found):
     return ("gpu_operator_preset openshift installs the GPU Operator and the NFD operator through OLM, but this cluster "
             "serves no %s (OLM is not installed). Nothing was applied. Install OLM first, or use a Helm preset "
             "(gpu_operator_preset: kubeadm, k3s, rke2, ...)." % ", ".join(missing))
+
+
+# kubernetes.core's action plugins (k8s, k8s_info, k8s_drain, helm, ...) copy the task's arguments,
+# the connection's api_key included and unmasked, into a result that has no ``invocation``: a module
+# that crashed (the API server stopped answering mid-stage raises out of the client). gpufleet's tasks
+# with those modules therefore run without a log, register the result and say its error with this.
+def task_problem(result, what, connection=None):
+    """The message for a failed (hidden) kubernetes.core task, or ``""``. ``result`` is the registered
+    result (of a loop or a single task), ``what`` says what the task did, ``connection`` the connection
+    options, whose secrets are masked should the error text quote them."""
+    result = result or {}
+    failed = [r for r in result.get("results") or [] if r.get("failed")] if "results" in result else (
+        [result] if result.get("failed") else [])
+    if not failed:
+        return ""
+    secrets = [str(v) for k, v in (connection or {}).items() if k in ("api_key", "kubeconfig") and isinstance(v, str) and v]
+    parts = []
+    for item in failed:
+        text = str(item.get("msg") or "failed without a message").strip()
+        for secret in secrets:
+            if len(secret) >= 4 and secret in text:
+                text = text.replace(secret, "********")
+        label = _item_label(item.get("_ansible_item_label", item.get("item")))
+        parts.append("%s%s" % ("%s: " % label if label and "results" in result else "", text[:1500]))
+    return "%s failed: %s" % (what, "; ".join(parts))
+
+
+def _item_label(item):
+    """A loop item as a short label: ``Kind/name`` for an object, the name of a named mapping, else the text."""
+    if isinstance(item, dict):
+        name = (item.get("metadata") or {}).get("name") or item.get("name")
+        if name:
+            return "%s/%s" % (item["kind"], name) if item.get("kind") else str(name)
+    return "" if item is None else str(item)[:120]
