@@ -4,6 +4,7 @@ check mode passed on to every cluster, and a credential in fleet_run_vars kept o
 the real control plane (apply mode, one cluster failing): test_cp_fleet.py."""
 import json
 import os
+import re
 import stat
 
 import yaml
@@ -56,6 +57,12 @@ def test_selection_by_tag_and_region_runs_only_those_clusters(tmp_path):
         "02-node-l40s-node-01.example.internal.yaml"]
     assert not (tmp_path / "build-gke-usc1" / "provision" / "nodes").exists()
     assert "Write the fleet-wide report" not in out       # provision does not run the clusters' report
+    # a second run changes nothing on any cluster, and the fleet run reports no change
+    rc, out = run_fleet(tmp_path, inv)
+    assert rc == 0, out[-4000:]
+    assert "gke-usc1: ok (rc 0" in out and re.search(r"gke-usc1: ok \(rc 0, [\d.]+ s, changed 0\)", out)
+    assert re.search(r"onprem-fra: ok \(rc 0, [\d.]+ s, changed 0\)", out)
+    assert re.search(r"TASK \[fleet_run : Run the stage on the selected clusters\][^\n]*\nok: \[localhost\]", out), out
 
 
 def test_a_wrong_fleet_file_runs_no_cluster(tmp_path):
