@@ -5,7 +5,10 @@ Not NVIDIA's program. It prints the formats NVIDIA documents (and tests/fixtures
 for the commands gpufleet's MIG partitioning (module_utils/node/mig_layout.py) runs:
   --query-gpu=index,uuid,name,mig.mode.current,mig.mode.pending --format=csv,noheader
   -i N -mig 0|1        (pending until -r when the GPU's "needs_reset" is true, as on Ampere / in VMs)
-  -i N -r              (GPU reset: a pending MIG mode takes effect)
+  -i N -r              (GPU reset: a pending MIG mode takes effect; a GPU with "reset_supported": false
+                        refuses it, exit 3, as a pass-through GPU in a VM does)
+A reboot (the boot id in /proc/sys/kernel/random/boot_id differs from the one the state last saw) makes
+pending MIG modes take effect and loses every GPU instance, as on a real GPU.
   mig [-i N] -lgip | -lgipp | -lgi | -lci | -cgi P[:START][,P[:START]...] [-C] | -dci | -dgi
 GPU instances go only where NVIDIA's MIG user guide places them (START = first memory slice; without one, the
 first free documented start, as the driver does), so a mix the GPU cannot hold fails at -cgi here too.
@@ -32,15 +35,32 @@ STARTS = {"1g.18gb": [0, 1, 2, 3, 4, 5, 6], "1g.18gb+me": [0, 1, 2, 3, 4, 5, 6],
 CI_ID = {1: 0, 2: 1, 3: 2, 4: 3, 7: 4}
 
 
+def boot_id():
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
 def load():
     if not os.path.exists(STATE):
         count = int(os.environ.get("NVIDIA_SMI_STANDIN_GPUS", "2"))
         gpus = [{"name": "NVIDIA H200", "uuid": "GPU-5tand1n0-0000-4000-8000-00000000000%d" % i,
                  "bus": "00000000:%02X:00.0" % (0x18 + i), "mig": False, "mig_pending": False, "needs_reset": False,
-                 "gis": []} for i in range(count)]
-        save({"gpus": gpus, "next_gi": 1})
+                 "reset_supported": True, "gis": []} for i in range(count)]
+        save({"gpus": gpus, "next_gi": 1, "boot_id": boot_id()})
     with open(STATE) as handle:
-        return json.load(handle)
+        state = json.load(handle)
+    if state.get("boot_id", boot_id()) != boot_id():   # the host rebooted since the last call
+        for gpu in state["gpus"]:
+            gpu["mig"] = gpu["mig_pending"]
+            gpu["gis"] = []
+        with open(STATE + ".log", "a") as handle:
+            handle.write("# reboot: boot id %s\n" % boot_id())
+        state["boot_id"] = boot_id()
+        save(state)
+    return state
 
 
 def save(state):
@@ -213,6 +233,8 @@ def main(argv):
     if rest[:1] in (["-r"], ["--gpu-reset"]):
         log(argv)
         for i, gpu in targets(state, index):
+            if not gpu.get("reset_supported", True):
+                fail("Resetting GPU %s is not supported." % gpu["bus"], 3)
             gpu["mig"] = gpu["mig_pending"]
             print("GPU %s was successfully reset." % gpu["bus"])
         save(state)

@@ -328,3 +328,16 @@ def test_an_unplaceable_layout_is_refused_before_the_old_instances_are_destroyed
     assert standin("nvidia-smi -i 1 -mig 1".split())[0] == 0
     rc, out, _err = standin("nvidia-smi mig -i 1 -cgi 3g.71gb,3g.71gb,1g.18gb -C".split())
     assert rc != 0 and "using profile 1g.18gb: Insufficient Resources" in out
+
+
+def test_a_refused_gpu_reset_leaves_the_mode_change_to_a_reboot(standin):
+    # a pass-through GPU in a VM: the MIG mode stays pending and nvidia-smi -r answers "not supported" (exit 3)
+    state = standin_state(standin)
+    for gpu in state["gpus"]:
+        gpu.update(needs_reset=True, reset_supported=False)
+    standin.state.write_text(json.dumps(state))
+    done = ml.converge(standin, "present", {"2g.35gb": "all"}, [0])
+    assert done["reboot_required"] == [0]
+    assert done["commands"] == ["nvidia-smi -i 0 -mig 1", "nvidia-smi -i 0 -r (refused, exit 3: Resetting GPU "
+                                "00000000:18:00.0 is not supported.)"]
+    assert [(g["mig"], g["mig_pending"], g["gis"]) for g in standin_state(standin)["gpus"]][0] == (False, True, [])

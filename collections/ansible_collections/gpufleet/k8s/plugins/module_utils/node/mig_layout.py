@@ -29,40 +29,15 @@ import re
 import subprocess
 import sys
 
+try:
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.node.mig_catalog import catalog_placements, \
+        catalog_profiles, counted, place
+except ImportError:   # the boot-time copy on the host: the gpu_mig role installs mig_catalog.py beside this file
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from mig_catalog import catalog_placements, catalog_profiles, counted, place  # pylint: disable=import-error
+
 GPU_QUERY = ["--query-gpu=index,uuid,name,mig.mode.current,mig.mode.pending", "--format=csv,noheader"]
 CONFIG_NAME = "gpufleet"
-
-# Profiles per product name while MIG is disabled (nvidia-smi mig -lgip lists nothing then), from
-# NVIDIA's MIG user guide; the count is the most instances of that profile one GPU holds.
-# Placements (NVIDIA's MIG user guide, "Supported MIG Profiles" and the ``nvidia-smi mig -lgipp`` output
-# it shows): a GPU instance occupies ``size`` consecutive memory slices starting at one of ``starts``.
-# A100/H100/H200/B200 have 8 memory slices; a 1g profile with 1/8 of the memory starts at 0-6, one with
-# 1/4 (1g.10gb on A100-40GB, 1g.20gb, 1g.35gb, 1g.45gb) at 0, 2, 4, 6; 2g at 0, 2, 4; 3g at 0, 4 (4
-# slices); 4g at 0 (4 slices); 7g takes all 8. A30 has 4: 1g at 0-3, 2g at 0, 2; 4g takes all 4.
-_ONE = (1, (0, 1, 2, 3, 4, 5, 6))
-_ONE_WIDE = (2, (0, 2, 4, 6))
-_TWO = (2, (0, 2, 4))
-_THREE = (4, (0, 4))
-_FOUR = (4, (0,))
-_SEVEN = (8, (0,))
-
-
-def _eight_slices(one, one_wide, two, three, four, seven):
-    # {profile: (most instances, memory slices, placement starts)} of an 8-memory-slice GPU
-    return {one: (7,) + _ONE, one + "+me": (1,) + _ONE, one_wide: (4,) + _ONE_WIDE, two: (3,) + _TWO,
-            three: (2,) + _THREE, four: (1,) + _FOUR, seven: (1,) + _SEVEN}
-
-
-_CATALOG = (
-    # (product name pattern, {profile: (most instances, memory slices, placement starts)})
-    (r"H200", _eight_slices("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb")),
-    (r"H100.*(80GB|HBM3|PCIe)|H800", _eight_slices("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")),
-    (r"A100.*80GB", _eight_slices("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")),
-    (r"A100", _eight_slices("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb")),
-    (r"A30", {"1g.6gb": (4, 1, (0, 1, 2, 3)), "1g.6gb+me": (1, 1, (0, 1, 2, 3)), "2g.12gb": (2, 2, (0, 2)),
-              "2g.12gb+me": (1, 2, (0, 2)), "4g.24gb": (1, 4, (0,))}),
-    (r"B200", _eight_slices("1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb")),
-)
 
 _NONE_FOUND = ("No GPU instances found", "No compute instances found", "No MIG-supported devices found",
                "No MIG-enabled devices found")
@@ -147,25 +122,6 @@ def parse_compute_instances(text):
     return out
 
 
-def _catalog(product_name):
-    for pattern, profiles in _CATALOG:
-        if re.search(pattern, product_name or ""):
-            return profiles
-    return None
-
-
-def catalog_profiles(product_name):
-    """{profile: most instances} NVIDIA documents for ``product_name``, or None when unknown."""
-    profiles = _catalog(product_name)
-    return None if profiles is None else dict((name, p[0]) for name, p in profiles.items())
-
-
-def catalog_placements(product_name):
-    """{profile: (memory slices, placement starts)} NVIDIA documents for ``product_name``, or None."""
-    profiles = _catalog(product_name)
-    return None if profiles is None else dict((name, (p[1], p[2])) for name, p in profiles.items())
-
-
 def read_state(run):
     """The host's GPUs and MIG layout through ``run``: one --query-gpu, then -lgip, -lgi, -lci."""
     rc, out, err = run(["nvidia-smi"] + GPU_QUERY)
@@ -212,39 +168,6 @@ def _placements(gpu, state):
     return catalog_placements(gpu["name"])
 
 
-def place(instances, placements):
-    """A start slice for every GPU instance of ``instances`` (profile names) so that none overlap, as
-    [(profile, start)] sorted by start, or None when the GPU cannot hold them together. Tries every
-    placement (few: at most 7 instances of at most 7 starts each), the most constrained instance first."""
-    order = sorted(instances, key=lambda p: (-placements[p][0], len(placements[p][1]), p))
-    taken = set()
-    chosen = []
-
-    def fit(i):
-        if i == len(order):
-            return True
-        size, starts = placements[order[i]]
-        for start in starts:
-            slices = set(range(start, start + size))
-            if taken & slices:
-                continue
-            taken.update(slices)
-            chosen.append((order[i], start))
-            if fit(i + 1):
-                return True
-            chosen.pop()
-            taken.difference_update(slices)
-        return False
-    return sorted(chosen, key=lambda c: (c[1], c[0])) if fit(0) else None
-
-
-def _counted(instances):
-    counts = {}
-    for profile in instances:
-        counts[profile] = counts.get(profile, 0) + 1
-    return ", ".join("%dx %s" % (counts[p], p) for p in sorted(counts))
-
-
 def placed_instances(gpu, state, want, profiles_var):
     """The -cgi arguments for ``want``: ``profile:start`` each when the GPU's placements are known; refuses a
     mix the GPU cannot place, naming ``profiles_var``, the profiles and where each may start."""
@@ -258,7 +181,7 @@ def placed_instances(gpu, state, want, profiles_var):
             str(x) for x in table[p][1])) for p in sorted(set(want)))
         raise MigError("%s: %s cannot be placed together on GPU %d (%s): the GPU instances would overlap in its memory "
                        "slices (%s); choose a combination NVIDIA's MIG user guide lists as valid for this GPU"
-                       % (profiles_var, _counted(want), gpu["index"], gpu["name"], where))
+                       % (profiles_var, counted(want), gpu["index"], gpu["name"], where))
     return ["%s:%d" % spot for spot in spots]
 
 
@@ -387,7 +310,8 @@ def _must(run, argv):
 
 def apply(run, the_plan, allow_reset=True):
     """Run the plan. A MIG mode change that stays pending gets ``nvidia-smi -i N -r`` when allowed; a GPU
-    whose change is still pending gets no instances and is named in ``reboot_required``. Returns
+    whose change is still pending (or whose reset is refused: "not supported" for a pass-through GPU in a
+    VM) gets no instances and is named in ``reboot_required``. Returns
     {"commands": [...], "reboot_required": [gpu index, ...]}."""
     done, reboot = [], []
 
@@ -404,7 +328,10 @@ def apply(run, the_plan, allow_reset=True):
                 continue
             now = _gpu(run, gpu["index"])
             if now["mig"] != want_mig and allow_reset:
-                call(["nvidia-smi", "-i", str(gpu["index"]), "-r"])
+                reset = ["nvidia-smi", "-i", str(gpu["index"]), "-r"]
+                rc, out, err = run(reset)
+                done.append(" ".join(reset) if rc == 0 else "%s (refused, exit %d: %s)"
+                            % (" ".join(reset), rc, (err or out).strip()))
                 now = _gpu(run, gpu["index"])
             if now["mig"] != want_mig:
                 reboot.append(gpu["index"])

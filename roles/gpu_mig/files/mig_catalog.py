@@ -1,0 +1,1 @@
+../../../collections/ansible_collections/gpufleet/k8s/plugins/module_utils/node/mig_catalog.py
