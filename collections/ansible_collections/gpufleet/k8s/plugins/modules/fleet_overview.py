@@ -37,43 +37,24 @@ options:
     type: path
     required: true
   clusters:
-    description: The fleet's clusters and the outcome of their run.
+    description:
+      - The fleet's clusters and how their run ended, one dict each (role C(fleet_overview) passes
+        C(fleet_overview_clusters); errors name that variable), with the keys below.
+      - C(name) (required), the cluster's name in the fleet, a DNS label, unique.
+      - C(cloud) (required), C(aws), C(gcp) or C(onprem).
+      - C(region) (required), the cloud region, or an on-premises location label.
+      - C(tags), a list of strings (default none).
+      - C(report_json), the path of the cluster's C(fleet.json); missing or unreadable means the cluster is listed
+        as without a report.
+      - C(status), C(ok) (default), C(failed) or C(skipped). C(ok) clusters are summed from their report;
+        C(skipped) ones (not selected this time) from their earlier report when there is one; C(failed) ones are
+        listed, never summed.
+      - C(message), what happened (shown for failed and skipped clusters).
+      - Any other key is refused. (The entries are checked by the module rather than by an option spec, as
+        Ansible reserves the name C(message) in module options.)
     type: list
     elements: dict
     required: true
-    suboptions:
-      name:
-        description: The cluster's name in the fleet (a DNS label, unique).
-        type: str
-        required: true
-      cloud:
-        description: Where it runs.
-        type: str
-        required: true
-        choices: [aws, gcp, onprem]
-      region:
-        description: Cloud region, or an on-premises location label.
-        type: str
-        required: true
-      tags:
-        description: The cluster's tags.
-        type: list
-        elements: str
-        default: []
-      report_json:
-        description: Path of the cluster's C(fleet.json); missing means the cluster is listed as without a report.
-        type: path
-      status:
-        description:
-          - How the cluster's run ended. C(ok) clusters are summed from their report; C(skipped) ones (not selected
-            this time) from their earlier report when there is one; C(failed) ones are listed, never summed.
-        type: str
-        choices: [ok, failed, skipped]
-        default: ok
-      message:
-        description: What happened (shown for failed and skipped clusters).
-        type: str
-        default: ""
   generated_at:
     description: The run's UTC timestamp (C(2026-12-03T04:05:06Z)); it names the history file.
     type: str
@@ -135,15 +116,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_overview_
 def argspec():
     return dict(
         dest=dict(type="path", required=True),
-        clusters=dict(type="list", elements="dict", required=True, options=dict(
-            name=dict(type="str", required=True),
-            cloud=dict(type="str", required=True, choices=["aws", "gcp", "onprem"]),
-            region=dict(type="str", required=True),
-            tags=dict(type="list", elements="str", default=[]),
-            report_json=dict(type="path"),
-            status=dict(type="str", choices=["ok", "failed", "skipped"], default="ok"),
-            message=dict(type="str", default=""),
-        )),
+        clusters=dict(type="list", elements="dict", required=True),
         generated_at=dict(type="str", required=True),
         history=dict(type="int", default=12),
         title=dict(type="str", default="GPU fleet"),

@@ -68,7 +68,7 @@ def check_clusters(clusters, var=VAR):
             raise GpufleetError("%s.cloud is %r; allowed: %s" % (where, entry.get("cloud"), ", ".join(CLOUDS)))
         if not isinstance(entry.get("region"), str) or not entry["region"]:
             raise GpufleetError("%s.region must be a non-empty string (a cloud region or an on-prem location)" % where)
-        status = entry.get("status", "ok")
+        status = entry.get("status") or "ok"
         if status not in STATUSES:
             raise GpufleetError("%s.status is %r; allowed: %s" % (where, status, ", ".join(STATUSES)))
         tags = entry.get("tags") or []
@@ -78,7 +78,7 @@ def check_clusters(clusters, var=VAR):
         if report is not None and not isinstance(report, str):
             raise GpufleetError("%s.report_json must be a path (string)" % where)
         out.append({"name": name, "cloud": entry["cloud"], "region": entry["region"], "tags": sorted(tags),
-                    "report_json": report or None, "status": status, "message": str(entry.get("message") or "")})
+                    "report_json": os.path.expanduser(report) if report else None, "status": status, "message": str(entry.get("message") or "")})
     return out
 
 

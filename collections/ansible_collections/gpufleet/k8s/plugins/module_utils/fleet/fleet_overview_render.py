@@ -56,8 +56,8 @@ TABLES = [
 REBALANCE = [("GPU type", "gpu_type", str), ("idle: cluster / pool", "idle", str), ("idle region", "idle_region", str),
              ("unallocated GPUs", "idle_gpus", fmt), ("pending: cluster / pool", "pending", str),
              ("pending region", "pending_region", str), ("pending GPU pods", "pending_gpu_pods", fmt)]
-TREND_CHARTS = [("chart-trend-gpus", "GPUs", "gpus", BLUE), ("chart-trend-allocation", "Allocation %",
-                                                                "allocation_percent", GREEN),
+TREND_CHARTS = [("chart-trend-gpus", "GPUs", "gpus", BLUE),
+                ("chart-trend-allocation", "Allocation %", "allocation_percent", GREEN),
                 ("chart-trend-idle", "Idle GPU-hours", "idle_gpu_hours", ORANGE),
                 ("chart-trend-cost", "Idle cost", "idle_cost", PURPLE)]
 
@@ -101,8 +101,9 @@ def render_markdown(ov):
     trend = ov.get("trend") or []
     if len(trend) >= 2:
         lines += ["", "## Trend (last %d runs)" % len(trend), ""]
-        lines += _md_table([("run", "generated_at", str)] + [(t, k, money if k == "idle_cost" else fmt)
-                                                               for _i, t, k, _c in TREND_CHARTS], trend)
+        columns = [("run", "generated_at", str)]
+        columns += [(t, k, money if k == "idle_cost" else fmt) for _i, t, k, _c in TREND_CHARTS]
+        lines += _md_table(columns, trend)
     for _id, heading, key, columns in TABLES:
         lines += ["", "## " + heading, ""] + _md_table(columns, ov[key])
     return "\n".join(lines) + "\n"
@@ -157,9 +158,9 @@ def line_chart(chart_id, title, points, colour):
         out.append('<polyline fill="none" stroke="%s" stroke-width="4" points="%s"/>'
                    % (colour, " ".join("%.1f,%.1f" % (x, y) for x, y, _t, _v in coords)))
     for x, y, stamp, value in coords:
+        label = esc(stamp or "")
         out.append('<circle class="point" data-run="%s" data-value="%s" cx="%.1f" cy="%.1f" r="5" fill="%s">'
-                   '<title>%s: %s</title></circle>' % (esc(stamp or ""), fmt(value), x, y, colour, esc(stamp or ""),
-                                                      fmt(value)))
+                   '<title>%s: %s</title></circle>' % (label, fmt(value), x, y, colour, label, fmt(value)))
     if points:
         out.append('<text x="%d" y="%d">%s</text>' % (left, base + 20, esc(points[0][0] or "")))
         out.append('<text x="%d" y="%d" text-anchor="end">%s</text>' % (left + width, base + 36, esc(points[-1][0] or "")))
