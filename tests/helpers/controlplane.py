@@ -536,11 +536,11 @@ class ControlPlane:
     def node(self, name):
         return self.get("/api/v1/nodes/" + name)
 
-    def install_crds(self, names, extend=None):
-        """Create the CRDs ``names`` (files in ../shared/crds) and wait until they are served.
+    def install_crds(self, names, extend=None, folder=None):
+        """Create the CRDs ``names`` (files in ``folder``, default ../shared/crds) and wait until they are served.
         ``extend`` {file name: function(crd)} changes a CRD before it is created."""
         for name in names:
-            with open(os.path.join(SHARED_CRDS, name)) as f:
+            with open(os.path.join(folder or SHARED_CRDS, name)) as f:
                 crd = yaml.safe_load(f)
             for key in ("status",):
                 crd.pop(key, None)

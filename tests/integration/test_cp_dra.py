@@ -9,6 +9,7 @@ allocates the claims. resource.k8s.io/v1 is served by kube-apiserver without any
 gate (GA in 1.34): the control plane here starts with none.
 """
 import json
+import os
 import re
 
 import pytest
@@ -20,8 +21,9 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.placement impor
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.selfmanaged import pool_node_labels, pool_taints
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 from cp_nodes import cluster_inventory
+from controlplane import ApiError
 from dra_standin import device_classes, slice_for
-from ansible_run import run_site
+from ansible_run import ROOT, run_site
 
 NS = "dra-test"
 POOL_INPUTS = {p["name"]: p for p in [
@@ -270,3 +272,55 @@ def test_the_report_counts_dra_devices_and_claim_allocations_from_the_cluster(cl
         rows = {r["pool"]: r for r in json.load(handle)["pools"]}
     assert (rows["train-h100"]["capacity"], rows["train-h100"]["requested"]) == (2, 1)
     assert rows["plugin-l4"]["capacity"] == 2
+
+
+# ComputeDomains: the CRD is the real file of NVIDIA's chart at the pinned version, recorded in
+# tests/fixtures/dra-driver (see SOURCES.md there); no controller runs here, so no channel template appears.
+CD_POOL = normalize_pools([{"name": "nvl-b200", "gpu_type": "b200", "gpus_per_node": 4, "allocation": "dra",
+                            "dra": {"compute_domain": {"num_nodes": 2}}}])[0]
+CD_PATH = "/apis/resource.nvidia.com/v1beta1/namespaces/%s/computedomains" % NS
+
+
+def test_a_pools_compute_domain_is_accepted_by_the_drivers_crd_and_its_channel_claimed_by_a_pod(cluster):
+    cp = cluster
+    cp.install_crds(["resource.nvidia.com_computedomains.yaml"],
+                    folder=os.path.join(ROOT, "tests", "fixtures", "dra-driver"))
+    objs = dra.claims_for_pools([CD_POOL], [NS])
+    domains = [o for o in objs if o["kind"] == "ComputeDomain"]
+    assert [d["metadata"]["name"] for d in domains] == ["nvl-b200-compute-domain"]
+    for obj in objs:
+        if obj["kind"] == "ComputeDomain":
+            cp.create(CD_PATH, obj)
+        else:
+            _apply(cp, obj)
+    stored = cp.get(CD_PATH + "/nvl-b200-compute-domain")
+    assert stored["spec"] == {"numNodes": 2, "channel": {"allocationMode": "Single",
+                                                         "resourceClaimTemplate": {"name": "nvl-b200-compute-domain-channel"}}}
+
+    # the schema is enforced: a value outside its enum, a missing required field, a changed spec (immutable)
+    bad = json.loads(json.dumps(domains[0]))
+    bad["metadata"]["name"] = "bad-mode"
+    bad["spec"]["channel"]["allocationMode"] = "Many"
+    with pytest.raises(ApiError) as err:
+        cp.create(CD_PATH, bad)
+    assert err.value.code == 422 and "allocationMode" in str(err.value)
+    del bad["spec"]["numNodes"]
+    bad["spec"]["channel"]["allocationMode"] = "All"
+    with pytest.raises(ApiError) as err:
+        cp.create(CD_PATH, bad)
+    assert err.value.code == 422 and "numNodes" in str(err.value)
+    with pytest.raises(ApiError) as err:
+        cp.merge_patch(CD_PATH + "/nvl-b200-compute-domain", {"spec": {"numNodes": 3}})
+    assert "A computeDomain.spec is immutable" in str(err.value)
+
+    # a pod joining the domain: the pool's GPUs and the channel, as docs/dra.md shows
+    gpu_refs, gpu_resources = dra.pod_claims(CD_POOL)
+    channel_ref, channel_claim = dra.pod_channel_claims(CD_POOL)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "nvl-worker-0"}, "spec": {
+        "restartPolicy": "Never", "resourceClaims": gpu_refs + [channel_ref],
+        "containers": [{"name": "c", "image": "cuda:stand-in",
+                        "resources": {"claims": gpu_resources["claims"] + [channel_claim]}}]}}
+    created = cp.create("/api/v1/namespaces/%s/pods" % NS, pod)
+    assert {"name": "compute-domain-channel", "resourceClaimTemplateName": "nvl-b200-compute-domain-channel"} in \
+        created["spec"]["resourceClaims"]
+    cp.delete("/api/v1/namespaces/%s/pods/nvl-worker-0" % NS)

@@ -393,3 +393,61 @@ def test_a_pool_moving_back_to_the_device_plugin_loses_the_dra_labels_gpufleet_s
     after = plan["after"]["labels"]
     assert "gpufleet.io/gpu-allocation" not in after and "nvidia.com/gpu.deploy.device-plugin" not in after
     assert after["other"] == "x" and after["gpufleet.io/pool"] == "d"
+
+
+# ComputeDomains (dra.compute_domain): rendered per namespace, refused where they make no sense
+NVL = {"name": "nvl", "gpu_type": "b200", "gpus_per_node": 4, "allocation": "dra", "max_nodes": 2,
+       "dra": {"compute_domain": {"num_nodes": 2}}}
+CD_ON = {"gpufleet_kubernetes_version": "1.34", "nvidia_dra_driver_compute_domains_enabled": True}
+
+
+def test_a_compute_domain_pool_passes_with_the_compute_domain_part_on_and_is_warned_about_nvlink():
+    pools = [NVL]
+    errors, warnings, _plan = run_preflight({"platform": "kubeadm", "cluster_name": "c", "addons_mode": "standalone",
+                                             "pools": pools, "apply": False, "extra": CD_ON})
+    assert [e for e in errors if "node_group" not in e] == []
+    assert any("pool(s) nvl render a ComputeDomain" in w and "multi-node NVLink" in w for w in warnings), warnings
+
+
+@pytest.mark.parametrize("pool, extra, want", [
+    (NVL, {"gpufleet_kubernetes_version": "1.34"}, "gpufleet_gpu_pools[0].dra.compute_domain: pool nvl asks for a "
+     "ComputeDomain, but nvidia_dra_driver_compute_domains_enabled is false"),
+    (dict(NVL, gpu_type="l4"), CD_ON, "gpufleet_gpu_pools[0].dra.compute_domain: pool nvl has gpu_type l4 (ada), which "
+     "has no multi-node NVLink"),
+    (dict(NVL, gpu_type="a100-80gb"), CD_ON, "pool nvl has gpu_type a100-80gb (ampere), which has no multi-node "
+     "NVLink, so a ComputeDomain's IMEX channels cannot span its nodes; use it with one of: b200, h100-80gb, "
+     "h200-141gb"),
+    (dict(NVL, sharing={"mode": "mig", "mig_profile": "1g.23gb"}), CD_ON, "gpufleet_gpu_pools[0].dra.compute_domain: "
+     "pool nvl hands out MIG devices"),
+    (dict(NVL, dra={"compute_domain": {"num_nodes": -1}}), CD_ON, "gpufleet_gpu_pools[0].dra.compute_domain.num_nodes: "
+     "-1 is not allowed; use an integer >= 0"),
+    (dict(NVL, dra={"compute_domain": {"channel_allocation_mode": "Many"}}), CD_ON,
+     "gpufleet_gpu_pools[0].dra.compute_domain.channel_allocation_mode: 'Many' is not allowed; use one of: Single, All"),
+    (dict(NVL, dra={"compute_domain": {"nodes": 2}}), CD_ON, "gpufleet_gpu_pools[0].dra.compute_domain: unknown "
+     "key(s) nodes; use one of: num_nodes, channel_allocation_mode"),
+    (dict(NVL, dra={"compute_domain": True}), CD_ON, "gpufleet_gpu_pools[0].dra.compute_domain: must be a mapping"),
+    (dict(NVL, allocation="device-plugin"), CD_ON, "gpufleet_gpu_pools[0].dra: is only used with allocation dra"),
+])
+def test_compute_domain_settings_are_refused_where_they_make_no_sense(pool, extra, want):
+    errors = dra_errors([pool], **extra)
+    assert any(want in e for e in errors), errors
+
+
+def test_a_compute_domain_is_rendered_per_namespace_with_the_crds_fields():
+    pool = normalize_pool(dict(NVL, dra={"compute_domain": {"channel_allocation_mode": "All"},
+                                         "claim_namespaces": ["team-a"]}))
+    objs = [o for o in dra.claims_for_pools([pool], ["ml"]) if o["kind"] == "ComputeDomain"]
+    assert [(o["apiVersion"], o["metadata"]["namespace"], o["metadata"]["name"]) for o in objs] == [
+        ("resource.nvidia.com/v1beta1", "ml", "nvl-compute-domain"), ("resource.nvidia.com/v1beta1", "team-a",
+                                                                     "nvl-compute-domain")]
+    assert objs[0]["spec"] == {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": "nvl-compute-domain-channel"},
+                                                          "allocationMode": "All"}}
+    assert objs[0]["metadata"]["labels"]["gpufleet.io/pool"] == "nvl"
+    assert [o for o in dra.claims_for_pools([pool], ["ml"], compute_domains=False) if o["kind"] == "ComputeDomain"] == []
+    assert dra.pod_channel_claims(pool) == ({"name": "compute-domain-channel",
+                                             "resourceClaimTemplateName": "nvl-compute-domain-channel"},
+                                            {"name": "compute-domain-channel"})
+    # pools without it render none; validate's claims leave ComputeDomains out
+    assert [o for o in dra.claims_for_pools([normalize_pool(DRA)], ["ml"]) if o["kind"] == "ComputeDomain"] == []
+    with open(os.path.join(ROOT, "roles", "gpu_validate", "vars", "main.yml")) as handle:
+        assert "gpu_dra_claims([gpu_validate_namespace], false)" in handle.read()

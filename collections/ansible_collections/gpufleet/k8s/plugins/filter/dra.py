@@ -24,12 +24,14 @@ def gpu_dra_driver_values(plan, extra):
         raise AnsibleFilterError(exc.msg)
 
 
-def gpu_dra_claims(pools, namespaces):
-    """ResourceClaimTemplates (and shared ResourceClaims) of every DRA pool in each namespace."""
+def gpu_dra_claims(pools, namespaces, compute_domains=True):
+    """ResourceClaimTemplates (and shared ResourceClaims) of every DRA pool in each namespace, and the
+    ComputeDomain of a pool with dra.compute_domain (unless ``compute_domains`` is false)."""
     if isinstance(namespaces, str):
         namespaces = [namespaces]
     try:
-        return claims_for_pools([normalize_pool(p) for p in plain(pools)], [str(n) for n in plain(namespaces)])
+        return claims_for_pools([normalize_pool(p) for p in plain(pools)], [str(n) for n in plain(namespaces)],
+                                compute_domains=bool(compute_domains))
     except GpufleetError as exc:
         raise AnsibleFilterError(exc.msg)
 

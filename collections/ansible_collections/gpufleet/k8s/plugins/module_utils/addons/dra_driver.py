@@ -14,7 +14,9 @@ import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import addons, gpu_operator
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core import role_specs
-from ansible_collections.gpufleet.k8s.plugins.module_utils.model.dra import ALLOCATION_LABEL, MIN_KUBERNETES, dra_pools, is_dra, parse_version
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.dra import ALLOCATION_LABEL, MIN_KUBERNETES, compute_domain, \
+    dra_pools, is_dra, parse_version
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.versions import CHARTS, image_ref, images, with_prefix
 
 SETTINGS_PREFIX = "nvidia_dra_driver_"
@@ -23,6 +25,9 @@ EKS_VERSION_VAR = "gpu_pools_eks_kubernetes_version"
 CHART_VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$")
 # GKE installs the driver under /home/kubernetes/bin/nvidia (GKE's DRA guide: the chart with that root).
 DRIVER_ROOTS = {"gke": "/home/kubernetes/bin/nvidia"}
+# Multi-node NVLink (what a ComputeDomain's IMEX channels span) exists only on Hopper (GH200 NVL32) and
+# Blackwell (GB200/GB300 NVL72) class systems.
+COMPUTE_DOMAIN_ARCHS = ("hopper", "blackwell")
 # where the GPU Operator's driver container puts the driver (NVIDIA's DRA driver docs: nvidiaDriverRoot)
 OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 
@@ -69,6 +74,7 @@ def check(params, plan, problems):
         problems.error(SETTINGS_PREFIX + "state", "%r is not allowed; use one of: present, absent" % (s.get("state"),))
     if not wanted:
         return
+    _check_compute_domains(pools, s, problems)
     platform = plan.get("platform")
     if platform == "gke-autopilot":
         problems.error("gpufleet_gpu_pools", "pool(s) %s use allocation dra, which GKE Autopilot does not offer for "
@@ -110,6 +116,37 @@ def check(params, plan, problems):
         problems.error(var, "%s is below %d.%d: pool(s) %s use allocation dra, which needs resource.k8s.io/v1 "
                        "(GA from Kubernetes 1.34); use \"1.34\" or later, or allocation: device-plugin"
                        % ((value,) + MIN_KUBERNETES + (", ".join(p["name"] for p in wanted),)))
+
+
+def _check_compute_domains(pools, s, problems):
+    """A pool's dra.compute_domain needs the driver's ComputeDomain part and a GPU that can be in a multi-node
+    NVLink domain; the catalog's GPU types do not say whether a host is an NVL32/NVL72 system: warn."""
+    archs = [name for name in sorted(GPU_TYPES) if GPU_TYPES[name]["arch"] in COMPUTE_DOMAIN_ARCHS]
+    with_domain = []
+    for i, pool in enumerate(pools):
+        if compute_domain(pool) is None:
+            continue
+        var = "gpufleet_gpu_pools[%d].dra.compute_domain" % i
+        with_domain.append(pool["name"])
+        if s.get("compute_domains_enabled") is not True:
+            problems.error(var, "pool %s asks for a ComputeDomain, but %scompute_domains_enabled is false, so the "
+                           "driver's ComputeDomain part (its CRD and controller) is not installed; set it to true, or "
+                           "drop dra.compute_domain" % (pool["name"], SETTINGS_PREFIX))
+        facts = GPU_TYPES.get(pool.get("gpu_type")) or {}
+        if facts.get("arch") not in COMPUTE_DOMAIN_ARCHS:
+            problems.error(var, "pool %s has gpu_type %s (%s), which has no multi-node NVLink, so a ComputeDomain's "
+                           "IMEX channels cannot span its nodes; use it with one of: %s, or drop dra.compute_domain"
+                           % (pool["name"], pool.get("gpu_type"), facts.get("arch", "unknown"), ", ".join(archs)))
+        if (pool.get("sharing") or {}).get("mode") == "mig":
+            # nvidia-smi mig -lgip lists every GPU instance profile with P2P "No": no NVLink inside MIG
+            problems.error(var, "pool %s hands out MIG devices (sharing.mode mig), which have no NVLink peer access, so "
+                           "they cannot join a ComputeDomain; use sharing.mode none, time-slicing or mps, or drop "
+                           "dra.compute_domain" % pool["name"])
+    if with_domain:
+        problems.warn("gpufleet_gpu_pools", "pool(s) %s render a ComputeDomain: its IMEX channels exist only on hosts "
+                      "in a multi-node NVLink domain (GB200/GB300 NVL72, GH200 NVL32 class) with nvidia-imex installed; "
+                      "elsewhere the driver publishes no channel and a pod claiming one stays pending"
+                      % ", ".join(with_domain))
 
 
 # ------------------------------------------------------------------------------------------ helm values

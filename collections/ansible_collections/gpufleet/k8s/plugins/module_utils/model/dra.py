@@ -50,7 +50,16 @@ CLAIM_NAME = "gpu"
 # Sharing keys of the device plugin that mean nothing to the DRA driver (it shares through GpuConfig).
 DEVICE_PLUGIN_ONLY_SHARING = ("replicas", "mig_strategy", "rename_by_default", "fail_requests_greater_than_one")
 DRA_KEYS = ("product_name", "min_memory_gb", "time_slice_interval", "mps_active_thread_percentage",
-            "claim_namespaces")
+            "claim_namespaces", "compute_domain")
+# ComputeDomain (the driver's CRD computedomains.resource.nvidia.com, version v1beta1, chart 25.12.0):
+# spec.numNodes (integer >= 0, required; 0 recommended with the driver's default IMEXDaemonsWithDNSNames) and
+# spec.channel.resourceClaimTemplate.name (required; the driver's controller creates that ResourceClaimTemplate
+# in the ComputeDomain's namespace), spec.channel.allocationMode (Single | All, default Single). The spec
+# cannot change once created (the CRD's validation rule self == oldSelf).
+COMPUTE_DOMAIN_API = "resource.nvidia.com/v1beta1"
+COMPUTE_DOMAIN_KEYS = ("num_nodes", "channel_allocation_mode")
+CHANNEL_ALLOCATION_MODES = ("Single", "All")
+CHANNEL_CLAIM_NAME = "compute-domain-channel"
 VERSION = re.compile(r"^v?([0-9]+)\.([0-9]+)(\.[0-9]+)?([-+].*)?$")
 QUOTED = re.compile(r"^[^'\\\n]*$")
 
@@ -121,11 +130,37 @@ def check_pool(var, pool, problems):
     if pct is not None and (mode != "mps" or isinstance(pct, bool) or not isinstance(pct, int) or not 1 <= pct <= 100):
         problems.error(var + ".dra.mps_active_thread_percentage", "%r is not allowed%s; use an integer from 1 to 100"
                        % (pct, "" if mode == "mps" else " (sharing.mode is %s, not mps)" % mode))
+    _check_compute_domain(var + ".dra.compute_domain", dra.get("compute_domain"), problems)
     if mode == "mig" and not sharing.get("mig_profile"):
         profiles = MIG_PROFILES.get(pool.get("gpu_type")) or {}
         problems.error(var + ".sharing.mig_profile", "is required for a DRA pool with MIG: its claims ask the "
                        "mig.nvidia.com class for that profile; use %s"
                        % (one_of(sorted(profiles)) if profiles else "a MIG profile such as 1g.10gb"))
+
+
+def _check_compute_domain(var, value, problems):
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        problems.error(var, "must be a mapping (keys %s), got %s" % (", ".join(COMPUTE_DOMAIN_KEYS), kind_of(value)))
+        return
+    unknown = sorted(str(k) for k in value if k not in COMPUTE_DOMAIN_KEYS)
+    if unknown:
+        problems.error(var, "unknown key(s) %s; use %s" % (", ".join(unknown), one_of(COMPUTE_DOMAIN_KEYS)))
+    nodes = value.get("num_nodes", 0)
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 0:
+        problems.error(var + ".num_nodes", "%r is not allowed; use an integer >= 0 (0: the driver does not wait for "
+                       "a node count, as NVIDIA recommends)" % (nodes,))
+    mode = value.get("channel_allocation_mode", "Single")
+    if mode not in CHANNEL_ALLOCATION_MODES:
+        problems.error(var + ".channel_allocation_mode", "%r is not allowed; use %s"
+                       % (mode, one_of(CHANNEL_ALLOCATION_MODES)))
+
+
+def compute_domain(pool):
+    """The pool's dra.compute_domain settings, or None."""
+    value = (pool.get("dra") or {}).get("compute_domain") if is_dra(pool) else None
+    return value if isinstance(value, dict) else None
 
 
 # ------------------------------------------------------------------------------------------ claims
@@ -224,14 +259,45 @@ def claim_objects(pool, namespace):
     return out
 
 
-def claims_for_pools(pools, namespaces, own=True):
-    """Claim objects of every DRA pool in each of ``namespaces`` and (``own``) the pool's dra.claim_namespaces."""
+def compute_domain_name(pool):
+    return "%s-compute-domain" % pool["name"]
+
+
+def channel_template_name(pool):
+    return "%s-compute-domain-channel" % pool["name"]
+
+
+def compute_domain_objects(pool, namespace):
+    """The pool's ComputeDomain in ``namespace`` (none without dra.compute_domain). The driver's controller
+    creates the ResourceClaimTemplate channel_template_name(pool) beside it; a pod that joins the domain
+    claims an IMEX channel through it (pod_channel_claims)."""
+    settings = compute_domain(pool)
+    if settings is None:
+        return []
+    return [{"apiVersion": COMPUTE_DOMAIN_API, "kind": "ComputeDomain",
+             "metadata": {"name": compute_domain_name(pool), "namespace": namespace, "labels": _labels(pool)},
+             "spec": {"numNodes": settings.get("num_nodes", 0),
+                      "channel": {"resourceClaimTemplate": {"name": channel_template_name(pool)},
+                                  "allocationMode": settings.get("channel_allocation_mode", "Single")}}}]
+
+
+def pod_channel_claims(pool):
+    """``(resourceClaims entry, container claims entry)`` of a pod that joins the pool's ComputeDomain."""
+    return ({"name": CHANNEL_CLAIM_NAME, "resourceClaimTemplateName": channel_template_name(pool)},
+            {"name": CHANNEL_CLAIM_NAME})
+
+
+def claims_for_pools(pools, namespaces, own=True, compute_domains=True):
+    """Claim objects of every DRA pool in each of ``namespaces`` and (``own``) the pool's dra.claim_namespaces,
+    and (``compute_domains``) the ComputeDomain of a pool with dra.compute_domain in each of them."""
     out = []
     for pool in dra_pools(pools):
         wanted = list(namespaces) + [n for n in ((pool.get("dra") or {}).get("claim_namespaces") or [] if own else [])
                                      if n not in namespaces]
         for ns in wanted:
             out.extend(claim_objects(pool, ns))
+            if compute_domains:
+                out.extend(compute_domain_objects(pool, ns))
     return out
 
 
