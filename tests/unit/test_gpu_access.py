@@ -255,8 +255,8 @@ def test_gke_sharing_gke_cannot_give_is_refused(platform, sharing, error):
 CHART_COMPONENTS = {
     "v25.3.4": {"device_plugin": "v0.17.4", "dcgm_exporter": "4.3.1-4.4.0", "nfd": "v0.17.3"},
     "v25.10.1": {"device_plugin": "v0.18.1", "dcgm_exporter": "4.4.2-4.7.0", "nfd": "v0.18.2"},
-    # v26.7.0 depends on NFD chart 0.19.0; gpufleet's standalone NFD stays at v0.18.2 (versions.py)
-    "v26.7.0": {"device_plugin": "v0.20.0", "dcgm_exporter": "4.6.0-4.8.3", "nfd": "v0.18.2"},
+    # v26.7.0's Chart.yaml depends on the node-feature-discovery chart 0.19.0 (image v0.19.0)
+    "v26.7.0": {"device_plugin": "v0.20.0", "dcgm_exporter": "4.6.0-4.8.3", "nfd": "v0.19.0"},
 }
 
 

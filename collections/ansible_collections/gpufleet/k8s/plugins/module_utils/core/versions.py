@@ -11,8 +11,13 @@ digest of single images. The set below is the one GPU Operator chart v26.7.0 its
 deployments/gpu-operator/values.yaml and OLM bundle at tag v26.7.0: device plugin / GFD v0.20.0,
 DCGM Exporter 4.6.0-4.8.3-distroless, DCGM 4.6.0-1, Container Toolkit v1.20.0, MIG manager v0.15.0,
 default driver 595.91.07), so the standalone and operator modes run the same component versions.
-NFD stays at v0.18.2 (the chart now depends on NFD chart 0.19.0): gpufleet's NFD manifests and RBAC
-allow-list were checked against v0.18.2, and no published digest of v0.18.2 was found.
+NFD is v0.19.0, the version the chart depends on (its Chart.yaml: node-feature-discovery 0.19.0, whose
+image tag the chart's values leave at the subchart's own). gpufleet's NFD manifests and RBAC allow-list
+were compared with NFD's deployment/base and Helm chart at tag v0.19.0 (issue 30): the master's and the
+worker's rules, command, config file, ports, probes and host mounts gpufleet uses are unchanged from
+v0.18.2 (v0.19.0 fixes the chart's nodefeaturegroups/status typo gpufleet never had, drops CPU limits,
+adds GOMEMLIMIT, and gives the worker an optional Node owner reference that needs nodes get, which
+gpufleet does not turn on). No published digest of v0.19.0 was found (docs/security.md).
 
 Digests (issue 30 item 7) are the ones NVIDIA publishes for the same tags in the GPU Operator's OLM
 bundle (bundle/manifests/gpu-operator-certified.clusterserviceversion.yaml, relatedImages, at tag
@@ -37,7 +42,7 @@ IMAGES = {
     # distroless: NVIDIA publishes 4.6.0-4.8.3 only in this variant (no shell in the image)
     "dcgm_exporter": {"repository": "nvcr.io/nvidia/k8s/dcgm-exporter", "tag": "4.6.0-4.8.3-distroless",
                       "digest": "sha256:613ab03c11d442fd960ff515f547e9921537454a712d08160bc8f677f89f1c35"},
-    "nfd": {"repository": "registry.k8s.io/nfd/node-feature-discovery", "tag": "v0.18.2", "digest": ""},
+    "nfd": {"repository": "registry.k8s.io/nfd/node-feature-discovery", "tag": "v0.19.0", "digest": ""},
     # NVIDIA's DRA Driver for GPUs (issue 28, pools with allocation: dra): the chart's own image, tag = the
     # chart's appVersion (v-prefixed); one image runs the controller and both kubelet plugins.
     "dra_driver": {"repository": "nvcr.io/nvidia/k8s-dra-driver-gpu", "tag": "v25.12.0", "digest": ""},
@@ -86,6 +91,9 @@ OLM_PACKAGES = {
     # installs nothing newer until an administrator approves its InstallPlan.
     "gpu_operator": {"package": "gpu-operator-certified", "channel": "v26.7", "source": "certified-operators",
                      "source_namespace": "openshift-marketplace", "starting_csv": "gpu-operator-certified.v26.7.0"},
+    # Red Hat's nfd package: one channel, "stable", also the default, since the per-OpenShift-release
+    # channels ("4.8", "4.9", ...) ended (openshift/cluster-nfd-operator manifests/nfd.package.yaml;
+    # bundle annotations operators.operatorframework.io.bundle.channels.v1 and channel.default.v1: stable).
     "nfd": {"package": "nfd", "channel": "stable", "source": "redhat-operators",
             "source_namespace": "openshift-marketplace"},
 }
@@ -131,8 +139,13 @@ CUDA_REPO_KEY_NAMES = {"debian13": "cuda_debian13"}
 
 # Images pinned by tag only, and why (every other image carries the digest NVIDIA publishes).
 UNDIGESTED = {
-    "nfd": "no published digest of registry.k8s.io/nfd/node-feature-discovery:v0.18.2 was found (NVIDIA's "
-           "OLM bundle does not list NFD; registry.k8s.io publishes none outside the registry itself)",
+    # Searched (issue 30): NVIDIA's OLM bundle v26.7.0 (relatedImages), NFD's repository at v0.19.0
+    # (deployment/, Helm chart), public code pinning registry.k8s.io/nfd images by digest. One public file
+    # (an offline-bundle check script whose repository the index does not name) gives
+    # sha256:aa5be8691e4d5876d8a774063b37e1430c75e09468ba98d8bd07f6deec1f1756 for v0.19.0; a single source
+    # that cannot be cited is not enough to pin (every shipped digest has a named, checkable source).
+    "nfd": "no citable published digest of registry.k8s.io/nfd/node-feature-discovery:v0.19.0 was found "
+           "(NVIDIA's OLM bundle does not list NFD; registry.k8s.io publishes none outside the registry itself)",
     "dra_driver": "no published digest of nvcr.io/nvidia/k8s-dra-driver-gpu:v25.12.0 was found (the GPU "
                   "Operator v26.7.0 bundle lists another image, dra-driver-nvidia-gpu v0.5.0)",
 }
