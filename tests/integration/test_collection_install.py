@@ -118,3 +118,28 @@ def test_site_by_fqcn_outside_the_repository_renders_what_the_clone_renders(inst
     assert [p for p in expected if got[p] != expected[p]] == []
     # nothing was written into the installed collection
     assert not list((cols / "ansible_collections" / "gpufleet" / "k8s").glob("build"))
+
+
+def test_fleet_by_fqcn_runs_the_installed_stage_playbooks_into_the_users_project(installed, tmp_path):
+    """gpufleet.k8s.fleet from a user's project: each cluster runs the installed collection's stage playbook from
+    the project directory, so the builds and the fleet run folder land in the project, never in the collection."""
+    _tarball, cols, coll = installed
+    project = tmp_path / "project"
+    for name in ("eks", "gke"):
+        shutil.copytree(os.path.join(ROOT, "inventories", name), project / "inventories" / name)
+    # the eks inventory names a legacy Provisioner file of the project's examples/ (Karpenter migration)
+    shutil.copytree(os.path.join(ROOT, "examples", "karpenter"), project / "examples" / "karpenter")
+    (project / "inventories" / "fleet" / "group_vars" / "all").mkdir(parents=True)
+    shutil.copy(os.path.join(ROOT, "inventories", "fleet-example", "hosts.yml"), project / "inventories" / "fleet")
+    (project / "inventories" / "fleet" / "group_vars" / "all" / "fleet.yml").write_text(
+        "fleet_run_stage: provision\nfleet_run_clusters:\n"
+        "  - {name: eks-use1, inventory: ../eks, cloud: aws, region: us-east-1}\n"
+        "  - {name: gke-usc1, inventory: ../gke, cloud: gcp, region: us-central1}\n")
+    rc, log = run_playbook("gpufleet.k8s.fleet", "-i", "inventories/fleet", cwd=project,
+                           env=_env(ANSIBLE_COLLECTIONS_PATH=str(cols)))
+    assert rc == 0, log[-3000:]
+    assert "eks-use1: ok (rc 0" in log and "gke-usc1: ok (rc 0" in log, log[-3000:]
+    assert (project / "build" / "eks" / "provision" / "karpenter").is_dir()
+    assert (project / "build" / "gke" / "provision" / "gke" / "autoprovisioning.yaml").is_file()
+    assert sorted(os.listdir(project / "build" / "fleet" / "run")) == ["eks-use1", "gke-usc1"]
+    assert not list(coll.glob("build"))
