@@ -23,7 +23,8 @@ from ansible_run import ROOT, recap, run_site
 
 CHART = os.path.join(ROOT, "tests", "standin", "dra-driver-chart")
 POOLS = [{"name": "train-h100", "gpu_type": "h100-80gb", "gpus_per_node": 2, "allocation": "dra",
-          "node_group": "gpu_pool_train_h100", "min_nodes": 1, "dra": {"claim_namespaces": ["ml"]}},
+          "node_group": "gpu_pool_train_h100", "min_nodes": 1,
+          "dra": {"claim_namespaces": ["ml"], "compute_domain": {"num_nodes": 1}}},
          {"name": "infer-l4", "gpu_type": "l4", "gpus_per_node": 1, "node_group": "gpu_pool_infer_l4", "min_nodes": 1}]
 NODES = {"h100-01": "train-h100", "l4-01": "infer-l4"}
 
@@ -35,7 +36,8 @@ def applied(control_plane, tmp_path_factory):
     inv = tmp / "inv"
     cluster_inventory(inv, {
         "gpufleet_platform": "kubeadm", "gpufleet_cluster_name": "t", "gpufleet_addons_mode": "standalone",
-        "gpufleet_kubernetes_version": "1.37", "gpufleet_gpu_pools": POOLS},
+        "gpufleet_kubernetes_version": "1.37", "gpufleet_gpu_pools": POOLS,
+        "nvidia_dra_driver_compute_domains_enabled": True},
         {"gpu_pool_" + pool.replace("-", "_"): {node: {}} for node, pool in NODES.items()})
     for node, pool in NODES.items():
         p = normalize_pool(next(x for x in POOLS if x["name"] == pool))
@@ -65,6 +67,12 @@ def test_the_cluster_stage_installs_the_dra_driver_and_a_rerun_changes_nothing(a
     assert values["gpuResourcesEnabledOverride"] is True and values["resources"]["gpus"] == {"enabled": True}
     names = [d["metadata"]["name"] for d in cp.items("/apis/resource.k8s.io/v1/deviceclasses")]
     assert sorted(names) == ["gpu.nvidia.com", "mig.nvidia.com"]
+    # the ComputeDomain part: on in the values; the pool's ComputeDomain applied beside its claims, through the
+    # CRD the chart installed (the real API server validated it against the chart's schema)
+    assert values["resources"]["computeDomains"] == {"enabled": True}
+    domain = cp.get("/apis/resource.nvidia.com/v1beta1/namespaces/ml/computedomains/train-h100-compute-domain")
+    assert domain["spec"] == {"numNodes": 1, "channel": {"allocationMode": "Single",
+                                                         "resourceClaimTemplate": {"name": "train-h100-compute-domain-channel"}}}
 
 
 def test_the_kubelet_plugin_and_the_device_plugin_each_run_on_their_own_pools_node(applied):
@@ -102,7 +110,8 @@ def test_operator_mode_renders_the_dra_driver_beside_the_operator(tmp_path):
     (inv / "group_vars" / "all").mkdir(parents=True)
     (inv / "group_vars" / "all" / "gpufleet.yml").write_text(yaml.safe_dump({
         "gpufleet_platform": "kubeadm", "gpufleet_cluster_name": "t", "gpufleet_addons_mode": "operator",
-        "gpufleet_kubernetes_version": "1.34", "gpu_operator_host_driver": False, "gpufleet_gpu_pools": POOLS}))
+        "gpufleet_kubernetes_version": "1.34", "gpu_operator_host_driver": False, "gpufleet_gpu_pools": POOLS,
+        "nvidia_dra_driver_compute_domains_enabled": True}))
     (inv / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {
         "gpufleet_controller": {"hosts": {"localhost": {"ansible_connection": "local",
                                                         "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}},
@@ -118,4 +127,5 @@ def test_operator_mode_renders_the_dra_driver_beside_the_operator(tmp_path):
     node = yaml.safe_load(open(str(build / "provision" / "nodes" / "00-node-h100-01.yaml")))
     assert node["metadata"]["labels"]["nvidia.com/gpu.deploy.device-plugin"] == "false"
     claims = sorted(os.listdir(str(build / "cluster" / "dra-claims")))
-    assert claims == ["00-resourceclaimtemplate-train-h100-gpu.yaml", "01-resourceclaimtemplate-train-h100-gpus-2.yaml"]
+    assert claims == ["00-resourceclaimtemplate-train-h100-gpu.yaml", "01-resourceclaimtemplate-train-h100-gpus-2.yaml",
+                      "02-computedomain-train-h100-compute-domain.yaml"]
