@@ -92,3 +92,26 @@ def test_check_mode_reaches_every_cluster_and_a_credential_stays_in_the_private_
     assert json.loads(vars_file.read_text())["gpufleet_fleet_test_token"] == SECRET
     log = (tmp_path / "run" / "eks-use1" / "provision.log").read_text()
     assert SECRET not in out and SECRET not in log
+
+
+def test_a_pool_spread_across_two_clusters_is_rendered_by_each_for_its_share(tmp_path):
+    """fleet_run_pools (docs/fleet-pools.md): each cluster gets its part in its vars file and renders it with its own
+    provisioner (Karpenter on EKS, node auto-provisioning on GKE); the plan shows the spread."""
+    pools = [{"name": "fleet-l4", "gpu_type": "l4", "gpus_per_node": 1, "max_nodes": 10, "min_nodes": 0,
+              "spread": [{"cluster": "eks-use1", "share": 60, "zones": ["us-east-1a"]},
+                         {"cluster": "gke-usc1", "share": 40, "zones": ["us-central1-a"]}]}]
+    inv = fleet(tmp_path, select=["cloud=aws", "cloud=gcp"], fleet_run_stage="provision", fleet_run_pools=pools)
+    rc, out = run_fleet(tmp_path, inv)
+    assert rc == 0, out[-4000:]
+    assert '"pool": "fleet-l4", "cluster": "eks-use1"' in flat(out)
+    parts = {}
+    for name in ("eks-use1", "gke-usc1"):
+        with open(str(tmp_path / "run" / name / "fleet-vars.json")) as handle:
+            parts[name] = json.load(handle)["gpufleet_fleet_pools"]
+    assert [(p["name"], p["max_nodes"], p["zones"]) for p in parts["eks-use1"]] == [("fleet-l4", 6, ["us-east-1a"])]
+    assert [(p["name"], p["max_nodes"], p["zones"]) for p in parts["gke-usc1"]] == [("fleet-l4", 4, ["us-central1-a"])]
+    assert (tmp_path / "build-eks-use1" / "provision" / "karpenter" / "05-nodepool-fleet-l4.yaml").is_file()
+    # GKE: the inventory's infer-l4 (10 nodes x 1 GPU) plus the fleet part (4 x 1) in the NAP L4 limit
+    with open(str(tmp_path / "build-gke-usc1" / "provision" / "gke" / "autoprovisioning.yaml")) as handle:
+        limits = dict((r["resourceType"], r["maximum"]) for r in yaml.safe_load(handle)["resourceLimits"])
+    assert limits["nvidia-l4"] == 14
