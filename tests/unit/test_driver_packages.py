@@ -141,7 +141,10 @@ def test_dnf_distros_repo_stream_and_versionlock(distro, repo, stream_prefix, fl
     ini.read_string(repo_file["content"])
     section = ini["gpufleet-nvidia-cuda"]
     base = "https://developer.download.nvidia.com/compute/cuda/repos/%s/x86_64" % repo
-    assert (section["baseurl"], section["gpgcheck"], section["gpgkey"]) == (base, "1", base + "/D42D0685.pub")
+    assert (section["baseurl"], section["gpgcheck"], section["gpgkey"]) == (
+        base, "1", "file:///etc/pki/rpm-gpg/RPM-GPG-KEY-gpufleet-nvidia-cuda")
+    assert plan["keyring"]["url"] == base + "/D42D0685.pub"
+    assert plan["key_check"]["fingerprint"] == "610C7B14E068A878070DA4E99CD0A493D42D0685"
     assert plan["module_stream"] == (stream_prefix + stream if stream_prefix else None)
     assert plan["packages"] == ["nvidia-driver-3:580.95.05", "nvidia-driver-cuda-3:580.95.05", kmod + "-3:580.95.05"]
     assert plan["versionlock"] == ["nvidia-driver-3:580.95.05-*", "nvidia-driver-cuda-3:580.95.05-*",

@@ -43,8 +43,9 @@ def deb822_stanzas(text):
     ("ubuntu-24.04", {"nvidia_driver_source": "distribution"}, [], []),
     ("rhel-9", {},
      [{"type": "dnf", "name": "gpufleet-nvidia-cuda", "description": "NVIDIA CUDA repository (rhel9)",
-       "url": CUDA + "/rhel9/x86_64", "key_url": CUDA + "/rhel9/x86_64/D42D0685.pub", "keyring": None}],
-     [{"url": CUDA + "/rhel9/x86_64/D42D0685.pub", "path": None}]),
+       "url": CUDA + "/rhel9/x86_64", "key_url": CUDA + "/rhel9/x86_64/D42D0685.pub",
+       "keyring": "/etc/pki/rpm-gpg/RPM-GPG-KEY-gpufleet-nvidia-cuda"}],
+     [{"url": CUDA + "/rhel9/x86_64/D42D0685.pub", "path": "/etc/pki/rpm-gpg/RPM-GPG-KEY-gpufleet-nvidia-cuda"}]),
 ])
 def test_repositories_and_keys_are_data(distro, values, repositories, keys):
     plan = plan_for(distro, values)
@@ -72,8 +73,11 @@ def test_dnf_repository_file_is_rendered_from_the_data():
     (repo,) = plan["repositories"]
     assert repo["url"].endswith("/amzn2023/sbsa")
     assert dict(parser[repo["name"]]) == {"name": repo["description"], "baseurl": repo["url"], "enabled": "1",
-                                          "gpgcheck": "1", "repo_gpgcheck": "0", "gpgkey": repo["key_url"]}
-    assert plan["keyring"] is None
+                                          "gpgcheck": "1", "repo_gpgcheck": "0", "gpgkey": "file://" + repo["keyring"]}
+    # dnf imports only the key the role checked: NVIDIA's cudatools key D42D0685, pinned by fingerprint
+    assert plan["keyring"] == {"url": repo["key_url"], "path": repo["keyring"], "check": plan["key_check"]}
+    assert repo["key_url"].endswith("/amzn2023/sbsa/D42D0685.pub")
+    assert plan["key_check"]["fingerprint"] == "610C7B14E068A878070DA4E99CD0A493D42D0685" and plan["key_check"]["pinned"]
 
 
 def test_package_mirror_rewrites_the_structured_urls_but_not_the_key():
@@ -83,7 +87,11 @@ def test_package_mirror_rewrites_the_structured_urls_but_not_the_key():
     assert plan["keys"][0]["url"] == "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/D42D0685.pub"
     own = plan_for("rhel-9", {"gpufleet_mirror_package_url": "https://m.local/p",
                               "nvidia_driver_repo_key_url": "file:///srv/keys/D42D0685.pub"})
-    assert "gpgkey=file:///srv/keys/D42D0685.pub" in own["repo_files"][0]["content"]
+    # read from there on the node and checked against the pinned fingerprint before it is written where
+    # the .repo file points
+    assert own["keyring"]["url"] == "file:///srv/keys/D42D0685.pub"
+    assert own["keyring"]["check"]["fingerprint"] == "610C7B14E068A878070DA4E99CD0A493D42D0685"
+    assert "gpgkey=file:///etc/pki/rpm-gpg/RPM-GPG-KEY-gpufleet-nvidia-cuda" in own["repo_files"][0]["content"]
 
 
 def test_manifest_lists_the_driver_plans_repositories_and_keys():

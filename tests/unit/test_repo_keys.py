@@ -162,6 +162,31 @@ def test_cuda_key_per_repository_and_never_through_the_mirror(release, version, 
     assert "URIs: https://m.local/p/developer.download.nvidia.com/" in plan["repo_files"][0]["content"]
 
 
+@pytest.mark.parametrize("distribution,release,repo", [
+    ("RedHat", "9", "rhel9"), ("Rocky", "8", "rhel8"), ("Amazon", "2023", "amzn2023")])
+def test_rhel_family_cuda_key_is_pinned_by_fingerprint_and_is_the_one_dnf_imports(distribution, release, repo):
+    """The RHEL-family key (D42D0685.pub) was named by file only: dnf imported whatever the URL served."""
+    plan = driver_plan({"distribution": distribution, "distribution_version": release, "distribution_major": release,
+                        "os_family": "RedHat", "architecture": "x86_64", "gpu_info": {"architectures": ["ampere"]},
+                        "today": "2026-01-01", "values": {"nvidia_driver_version": "580",
+                                                          "gpufleet_mirror_package_url": "https://m.local/p"}})
+    assert plan["errors"] == [], plan["errors"]
+    want = "%s/%s/x86_64/D42D0685.pub" % (CUDA, repo)
+    assert (plan["keyring"]["url"], plan["keyring"]["check"]["fingerprint"]) == (
+        want, "610C7B14E068A878070DA4E99CD0A493D42D0685")
+    assert "gpgkey=file://%s\n" % plan["keyring"]["path"] in plan["repo_files"][0]["content"]
+
+
+@needs_gpg
+def test_rhel_family_cuda_key_of_another_signer_is_refused(keys):
+    plan = driver_plan({"distribution": "RedHat", "distribution_version": "9", "distribution_major": "9",
+                        "os_family": "RedHat", "architecture": "x86_64", "gpu_info": {"architectures": ["ampere"]},
+                        "today": "2026-01-01", "values": {"nvidia_driver_version": "580"}})
+    message = repo_keys.key_problem(keys["one"]["armored"], plan["keyring"]["check"])
+    assert "refusing the signing key" in message and "610C7B14E068A878070DA4E99CD0A493D42D0685" in message, message
+    assert keys["one"]["fpr"] in message and "nvidia_driver_repo_key_url/nvidia_driver_repo_key_fingerprint" in message
+
+
 def test_cuda_key_of_the_inventory():
     plan = plan_for("580", "12", {"nvidia_driver_repo_key_url": "https://m.local/own.asc",
                                   "nvidia_driver_repo_key_fingerprint": "cc" * 20})

@@ -30,12 +30,15 @@ CUDA_REPO_NAMES = {
 }
 # NVIDIA's signing key file in each CUDA repository (Debian family: per repository, see
 # versions.REPO_KEYS and repo_keys.cuda_key)
-CUDA_REPO_KEYS = {"Debian": REPO_KEYS["cuda"]["file"], "RedHat": "D42D0685.pub"}
+CUDA_REPO_KEYS = {"Debian": REPO_KEYS["cuda"]["file"], "RedHat": REPO_KEYS["cuda_rhel"]["file"]}
 CUDA_REPO_ARCH = {"x86_64": "x86_64", "aarch64": "sbsa"}
 APT_KEYRING = "/etc/apt/keyrings/gpufleet-nvidia-cuda.asc"
 APT_SOURCES = "/etc/apt/sources.list.d/gpufleet-nvidia-driver.sources"
 APT_PREFERENCES = "/etc/apt/preferences.d/gpufleet-nvidia-driver.pref"
 DNF_REPO = "/etc/yum.repos.d/gpufleet-nvidia-cuda.repo"
+# The checked CUDA key on RHEL-family nodes: the .repo file's gpgkey points here, so dnf imports only the
+# key whose fingerprint the role checked (never what a URL serves at import time).
+DNF_KEY = "/etc/pki/rpm-gpg/RPM-GPG-KEY-gpufleet-nvidia-cuda"
 MODPROBE_OPTIONS = "/etc/modprobe.d/gpufleet-nvidia.conf"
 # Where a platform ships the driver itself
 PREINSTALLED_MARKERS = {
@@ -97,10 +100,11 @@ def apt_repository(url, suites, components=(), key_url=None, keyring=None):
             "key_url": key_url, "keyring": keyring}
 
 
-def dnf_repository(name, description, baseurl, key_url):
-    """One dnf repository as data: section name, baseurl and signing key URL."""
+def dnf_repository(name, description, baseurl, key_url, keyring=None):
+    """One dnf repository as data: section name, baseurl, signing key URL and where the checked key is
+    written on the node (None: dnf fetches ``key_url`` itself)."""
     return {"type": "dnf", "name": name, "description": description, "url": baseurl, "key_url": key_url,
-            "keyring": None}
+            "keyring": keyring}
 
 
 def apt_sources(repositories):
@@ -113,7 +117,7 @@ def dnf_repo_file(repositories):
     lines = ["# %s" % HEADER]
     for r in repositories:
         lines += ["[%s]" % r["name"], "name=%s" % r["description"], "baseurl=%s" % r["url"], "enabled=1",
-                  "gpgcheck=1", "repo_gpgcheck=0", "gpgkey=%s" % r["key_url"]]
+                  "gpgcheck=1", "repo_gpgcheck=0", "gpgkey=%s" % ("file://" + r["keyring"] if r["keyring"] else r["key_url"])]
     return "\n".join(lines + [""])
 
 
@@ -193,13 +197,13 @@ def _debian_family(plan, distro, version, flavour, values, codename, arch):
 def _redhat_family(plan, distro, version, flavour, values, arch):
     branch = version["branch"]
     repo = "%s/%s/%s" % (_cuda_base(values), CUDA_REPO_NAMES[distro], CUDA_REPO_ARCH.get(arch, arch))
-    # the key from NVIDIA's server, never from the package mirror (dnf checks it on import)
-    key_url = values.get("nvidia_driver_repo_key_url") or "%s/%s/%s/%s" % (
-        CUDA_REPO_BASE, CUDA_REPO_NAMES[distro], CUDA_REPO_ARCH.get(arch, arch), CUDA_REPO_KEYS["RedHat"])
+    # the key from NVIDIA's server, never from the package mirror; the role reads it, checks its fingerprint
+    # (versions.REPO_KEYS cuda_rhel, or the inventory's own) and writes it to DNF_KEY, which the .repo names
+    key_url = _cuda_key(plan, distro, arch, values)
     plan["repositories"] = [dnf_repository("gpufleet-nvidia-cuda", "NVIDIA CUDA repository (%s)" % CUDA_REPO_NAMES[distro],
-                                           repo, key_url)]
+                                           repo, key_url, DNF_KEY)]
     plan["keys"] = _signing_keys(plan["repositories"])
-    plan["keyring"] = None
+    plan["keyring"] = dict(plan["keys"][0], check=plan["key_check"])
     plan["repo_files"] = [{"path": DNF_REPO, "content": dnf_repo_file(plan["repositories"])}]
     kmod = "kmod-nvidia-open-dkms" if flavour == "open" else "kmod-nvidia-latest-dkms"
     names = ["nvidia-driver", "nvidia-driver-cuda", kmod]
