@@ -152,6 +152,8 @@ UNDIGESTED = {
     # that cannot be cited is not enough to pin (every shipped digest has a named, checkable source).
     "nfd": "no citable published digest of registry.k8s.io/nfd/node-feature-discovery:v0.19.0 was found "
            "(NVIDIA's OLM bundle does not list NFD; registry.k8s.io publishes none outside the registry itself)",
+    # Searched (issue 30): kubernetes-sigs/dra-driver-nvidia-gpu at v25.12.0 (deployments/: chart values and
+    # Dockerfile, tag only), NVIDIA's GPU Operator v26.7.0 OLM bundle, public code naming the image by digest.
     "dra_driver": "no published digest of nvcr.io/nvidia/k8s-dra-driver-gpu:v25.12.0 was found (the GPU "
                   "Operator v26.7.0 bundle lists another image, dra-driver-nvidia-gpu v0.5.0)",
 }
