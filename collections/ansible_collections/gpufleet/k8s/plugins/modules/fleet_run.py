@@ -81,7 +81,7 @@ options:
   timeout:
     description: Seconds one cluster's run may take before it is stopped and counted as failed.
     type: int
-    default: 3600
+    default: 14400
   extra_args:
     description:
       - ansible-playbook options passed on to every cluster; only C(--tags), C(--skip-tags), C(--limit),
@@ -176,7 +176,7 @@ def argspec():
         pools=dict(type="list", elements="dict", default=[]),
         common_vars=dict(type="dict", default={}, no_log=True),
         parallel=dict(type="int", default=4),
-        timeout=dict(type="int", default=3600),
+        timeout=dict(type="int", default=14400),
         extra_args=dict(type="list", elements="str", default=[]),
         run_dir=dict(type="path"),
         tail_lines=dict(type="int", default=40),
