@@ -85,3 +85,17 @@ def test_templates_deep_inside_a_value_are_rendered_and_template_free_values_cop
     assert out == {"gpufleet_gpu_pools": [{"name": "a", "labels": {"team": "t1"}},
                                           {"name": "b", "labels": {"team": "us-east-t2"}}],
                    "gpufleet_cluster_name": "c1", "gpufleet_apply": False}
+
+
+def test_secret_inputs_are_never_collected():
+    """The inputs dictionary reaches module arguments (preflight's extra, the mirror manifest's values) and
+    facts, printed at -vvv: the no_log options of the specs stay out of it (issue 30, item 3)."""
+    assert {"gpufleet_k8s_api_key", "fleet_report_prometheus_password", "fleet_report_prometheus_bearer_token",
+            "gpu_remediation_prometheus_password", "gpu_remediation_prometheus_bearer_token"} <= set(
+        role_specs.secret_inputs())
+    got = lookup("{{ lookup('gpufleet.k8s.inputs') }}", gpufleet_k8s_api_key="tok-sentinel",
+                 gpufleet_k8s_host="https://10.0.0.1:6443", fleet_report_prometheus_password="pw-sentinel")
+    assert got.get("gpufleet_k8s_host") == "https://10.0.0.1:6443"
+    assert "tok-sentinel" not in json.dumps(got) and "pw-sentinel" not in json.dumps(got)
+    with_defaults = lookup("{{ lookup('gpufleet.k8s.inputs', 'gpufleet', 'fleet_report', defaults=true) }}")
+    assert "fleet_report_prometheus_url" in with_defaults and "gpufleet_k8s_api_key" not in with_defaults

@@ -16,6 +16,9 @@ description:
     preflight and the filters check and render from.
   - The prefixes come from the roles' C(meta/argument_specs.yml), so the roles, the playbooks and
     preflight sweep the same inputs.
+  - Options declared C(no_log) there (C(gpufleet_k8s_api_key), the Prometheus passwords and bearer tokens) are
+    left out - the dictionary reaches module arguments and facts, which are printed at C(-vvv); the tasks that
+    need a secret read its own variable.
 author:
   - gpufleet maintainers (@gpufleet)
 options:
@@ -83,7 +86,10 @@ class LookupModule(LookupBase):
         except GpufleetError as exc:
             raise AnsibleError(str(exc))
         variables = variables or {}
-        names = select(variables.keys(), roles)
+        secret = set(role_specs.secret_inputs())
+        for name in secret:
+            values.pop(name, None)
+        names = [name for name in select(variables.keys(), roles) if name not in secret]
         # A value with no "{" in any of its strings renders to itself: copy it instead of templating
         # it (templating 200 pools in every task that reads the inputs cost 0.2 s a time).
         templated = []

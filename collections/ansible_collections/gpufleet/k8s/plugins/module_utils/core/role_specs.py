@@ -123,6 +123,12 @@ def types(*role_names):
     return out
 
 
+def secret_inputs():
+    """Every option declared ``no_log: true`` in any role's spec (a bearer token, a password), sorted: never
+    collected into the inputs dictionaries that modules and facts receive."""
+    return tuple(sorted(name for role in roles() for name, option in _options(role).items() if option.get("no_log")))
+
+
 def bool_vars():
     """Every option declared ``type: bool`` in any role's spec, sorted."""
     return tuple(sorted(name for name, kind in types().items() if kind == "bool"))
