@@ -85,6 +85,9 @@ def test_sums_per_region_cloud_cluster_pool_and_gpu_type(fleet):
     assert regions == {"aws/us-east-1": (2, 3, 8, 22, 28, 22, 20.5, 93.2, 2, 192.0, 1152.0),
                        "gcp/us-central1": (1, 1, 3, 24, 24, 8, 8.0, 33.3, 0, 432.0, 2592.0)}
     assert [(r["cloud"], r["gpus"], r["allocated_gpus"]) for r in ov["by_cloud"]] == [("aws", 22, 20.5), ("gcp", 24, 8.0)]
+    # the ceilings: max_nodes 10 everywhere, x 8 GPUs (h100) or 1 (l4) per node
+    assert [(r["region"], r["max_gpus"]) for r in ov["by_region"]] == [("us-east-1", 100), ("us-central1", 80)]
+    assert ov["totals"]["max_gpus"] == 180
     types = dict((r["gpu_type"], figures(r, "clusters", "gpus", "allocated_gpus", "allocation_percent"))
                  for r in ov["by_gpu_type"])
     assert types == {"h100-80gb": (2, 40, 24.0, 60.0), "l4": (2, 6, 4.5, 75.0)}

@@ -155,6 +155,7 @@ def sums(rows):
     return {
         "clusters": len(set(r["cluster"] for r in rows)), "pools": len(rows),
         "nodes": sum(r["nodes"] for r in rows), "gpus": sum(r["gpus"] for r in rows),
+        "max_gpus": _total(rows, "max_gpus"),  # the pools' ceilings (max_nodes x GPUs per node), where set
         "capacity": sum(r["capacity"] for r in rows), "requested": _total(rows, "requested"),
         "allocated_gpus": allocated,
         "allocation_percent": round(100.0 * allocated / with_requests, 1) if allocated is not None and with_requests

@@ -30,7 +30,7 @@ def money(value):
 
 
 FIGURES = [("clusters", "clusters", fmt), ("pools", "pools", fmt), ("nodes", "nodes", fmt), ("GPUs", "gpus", fmt),
-           ("schedulable", "capacity", fmt), ("requested", "requested", fmt),
+           ("max GPUs", "max_gpus", fmt), ("schedulable", "capacity", fmt), ("requested", "requested", fmt),
            ("allocated GPUs", "allocated_gpus", fmt), ("allocation %", "allocation_percent", fmt),
            ("pending GPU pods", "pending_gpu_pods", fmt), ("idle GPU-h", "idle_gpu_hours", fmt),
            ("idle cost", "idle_cost", money)]
