@@ -341,3 +341,16 @@ def test_a_refused_gpu_reset_leaves_the_mode_change_to_a_reboot(standin):
     assert done["commands"] == ["nvidia-smi -i 0 -mig 1", "nvidia-smi -i 0 -r (refused, exit 3: Resetting GPU "
                                 "00000000:18:00.0 is not supported.)"]
     assert [(g["mig"], g["mig_pending"], g["gis"]) for g in standin_state(standin)["gpus"]][0] == (False, True, [])
+
+
+def test_a_layout_already_in_place_is_not_placed_again():
+    state, _calls = h100_state()
+    # placements under which two 1g.10gb cannot coexist (hand-edited -lgipp): GPU 0 already holds its layout
+    # (once GI 10 has its compute instance), so nothing is planned and nothing refused
+    state["placements"] = ml.parse_placements(fixture("h100-lgipp.txt").replace("19 Placements: {0,1,2,3,4,5,6}:1",
+                                                                               "19 Placement : {0}:1"))
+    state["compute_instances"].append({"gpu": 0, "gi": 10, "profile": "1g.10gb", "profile_id": 0, "ci": 0})
+    assert ml.plan(state, "present", {"3g.40gb": 1, "1g.10gb": 2}, [0])["changed"] is False
+    state["compute_instances"].pop()   # incomplete: it must be recreated, and now cannot be placed
+    with pytest.raises(ml.MigError, match="2x 1g.10gb, 1x 3g.40gb cannot be placed together"):
+        ml.plan(state, "present", {"3g.40gb": 1, "1g.10gb": 2}, [0])

@@ -257,12 +257,13 @@ def plan(state, wanted_state, profiles=None, devices="all", profiles_var="gpu_mi
         steps = []
         if wanted_state == "present":
             want = wanted_instances(gpu, _offered(gpu, state), profiles, profiles_var)
-            create = placed_instances(gpu, state, want, profiles_var)
             after = {"mig": True, "mig_pending": True, "instances": want, "compute_instances": len(want),
                      "complete": True}
             if not (gpu["mig"] and gpu["mig_pending"]):
                 steps.append(["nvidia-smi", "-i", idx, "-mig", "1"])
             if before["instances"] != want or not before["complete"]:
+                # placed before anything is destroyed: a mix the GPU cannot hold is refused here
+                create = placed_instances(gpu, state, want, profiles_var)
                 if before["compute_instances"]:
                     steps.append(["nvidia-smi", "mig", "-i", idx, "-dci"])
                 if before["instances"]:
