@@ -15,7 +15,9 @@ from render_cache import rendered_site
 from ansible_run import ROOT, ansible_env
 
 INVENTORIES = sorted(d for d in os.listdir(os.path.join(ROOT, "inventories"))
-                     if os.path.isfile(os.path.join(ROOT, "inventories", d, "hosts.yml")))
+                     if os.path.isfile(os.path.join(ROOT, "inventories", d, "hosts.yml"))
+                     # a fleet inventory (docs/fleet.md) names clusters; it renders nothing itself
+                     and not os.path.isfile(os.path.join(ROOT, "inventories", d, "group_vars", "all", "fleet.yml")))
 
 
 def tree(build):

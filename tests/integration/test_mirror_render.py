@@ -17,7 +17,9 @@ from systemd_node import TOOLKIT_PINNED
 from ansible_run import ROOT, recap, run_site
 
 INVENTORIES = sorted(d for d in os.listdir(os.path.join(ROOT, "inventories"))
-                     if os.path.isfile(os.path.join(ROOT, "inventories", d, "hosts.yml")))
+                     if os.path.isfile(os.path.join(ROOT, "inventories", d, "hosts.yml"))
+                     # a fleet inventory (docs/fleet.md) names clusters; it renders nothing itself
+                     and not os.path.isfile(os.path.join(ROOT, "inventories", d, "group_vars", "all", "fleet.yml")))
 UPSTREAM = re.compile(r"nvcr\.io|registry\.k8s\.io|docker\.io|quay\.io|ghcr\.io|gcr\.io|helm\.ngc\.nvidia\.com|"
                       r"nvidia\.github\.io|developer\.download\.nvidia\.com|deb\.debian\.org")
 MIRROR_VARS = ["-e", "gpufleet_mirror_registry=registry.mirror.internal:5000/gpufleet",
