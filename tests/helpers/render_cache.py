@@ -14,13 +14,13 @@ import shutil
 import tempfile
 
 from ansible_run import ROOT, run_site
+from inventories import cluster_inventories
 
 # Every inventory's render (the example inventories, and the test inventories in render mode), and the
 # example with NFD: the RBAC allowlist and the checkov baseline read the same renders, so the cache
 # makes each one once per run. (label, inventory, extra ansible-playbook arguments)
 # fleet inventories (docs/fleet.md: group_vars/all/fleet.yml) name clusters and render nothing themselves
-RENDERS = [(name, "inventories/" + name, ()) for name in sorted(os.listdir(os.path.join(ROOT, "inventories")))
-           if not os.path.isfile(os.path.join(ROOT, "inventories", name, "group_vars", "all", "fleet.yml"))] + [
+RENDERS = [(name, "inventories/" + name, ()) for name in cluster_inventories()] + [
     (name, "tests/integration/inventories/" + name, ("-e", "gpufleet_apply=false"))
     for name in sorted(os.listdir(os.path.join(ROOT, "tests", "integration", "inventories")))] + [
     ("example with NFD", "inventories/example", ("-e", "nvidia_device_plugin_nfd_enabled=true"))]

@@ -15,11 +15,10 @@ from k8s_schema import assert_valid
 from prom_schema import assert_valid_prometheus
 from render_cache import private_copy, rendered_site
 from ansible_run import ROOT, recap, run_site
+from inventories import cluster_inventories
 
-INVENTORIES = sorted(d for d in os.listdir(os.path.join(ROOT, "inventories"))
-                     if os.path.isfile(os.path.join(ROOT, "inventories", d, "hosts.yml"))
-                     # a fleet inventory (docs/fleet.md) names clusters; it renders nothing itself
-                     and not os.path.isfile(os.path.join(ROOT, "inventories", d, "group_vars", "all", "fleet.yml")))
+# the inventories that render a cluster (fleet inventories name clusters and render nothing)
+INVENTORIES = cluster_inventories()
 CORE = ("v1", "apps/v1", "node.k8s.io/v1", "rbac.authorization.k8s.io/v1", "scheduling.k8s.io/v1")
 EXPECTED = {
     "example": {"cluster/device-plugin", "cluster/dcgm-exporter", "cluster/gpu-monitoring"},

@@ -13,11 +13,10 @@ import pytest
 
 from render_cache import rendered_site
 from ansible_run import ROOT, ansible_env
+from inventories import cluster_inventories
 
-INVENTORIES = sorted(d for d in os.listdir(os.path.join(ROOT, "inventories"))
-                     if os.path.isfile(os.path.join(ROOT, "inventories", d, "hosts.yml"))
-                     # a fleet inventory (docs/fleet.md) names clusters; it renders nothing itself
-                     and not os.path.isfile(os.path.join(ROOT, "inventories", d, "group_vars", "all", "fleet.yml")))
+# the inventories that render a cluster (fleet inventories name clusters and render nothing)
+INVENTORIES = cluster_inventories()
 
 
 def tree(build):

@@ -15,11 +15,10 @@ import pytest
 
 from systemd_node import TOOLKIT_PINNED
 from ansible_run import ROOT, recap, run_site
+from inventories import cluster_inventories
 
-INVENTORIES = sorted(d for d in os.listdir(os.path.join(ROOT, "inventories"))
-                     if os.path.isfile(os.path.join(ROOT, "inventories", d, "hosts.yml"))
-                     # a fleet inventory (docs/fleet.md) names clusters; it renders nothing itself
-                     and not os.path.isfile(os.path.join(ROOT, "inventories", d, "group_vars", "all", "fleet.yml")))
+# the inventories that render a cluster (fleet inventories name clusters and render nothing)
+INVENTORIES = cluster_inventories()
 UPSTREAM = re.compile(r"nvcr\.io|registry\.k8s\.io|docker\.io|quay\.io|ghcr\.io|gcr\.io|helm\.ngc\.nvidia\.com|"
                       r"nvidia\.github\.io|developer\.download\.nvidia\.com|deb\.debian\.org")
 MIRROR_VARS = ["-e", "gpufleet_mirror_registry=registry.mirror.internal:5000/gpufleet",
