@@ -99,3 +99,14 @@ def test_secret_inputs_are_never_collected():
     assert "tok-sentinel" not in json.dumps(got) and "pw-sentinel" not in json.dumps(got)
     with_defaults = lookup("{{ lookup('gpufleet.k8s.inputs', 'gpufleet', 'fleet_report', defaults=true) }}")
     assert "fleet_report_prometheus_url" in with_defaults and "gpufleet_k8s_api_key" not in with_defaults
+
+
+def test_set_secrets_names_the_secret_inputs_that_are_set_never_a_value():
+    """Preflight refuses a Prometheus bearer token together with basic authentication without receiving either:
+    ``set_secrets`` lists the no_log inputs that are set to something (templated first), by name only."""
+    got = lookup("{{ lookup('gpufleet.k8s.inputs', set_secrets=true) }}", fleet_report_prometheus_password="pw-sentinel",
+                 fleet_report_prometheus_bearer_token="", gpu_remediation_prometheus_bearer_token="{{ tok }}",
+                 tok="tok-sentinel", gpufleet_k8s_host="https://10.0.0.1:6443")
+    assert got == ["fleet_report_prometheus_password", "gpu_remediation_prometheus_bearer_token"]
+    assert lookup("{{ lookup('gpufleet.k8s.inputs', 'gpu_remediation', set_secrets=true) }}",
+                  fleet_report_prometheus_password="pw-sentinel") == []

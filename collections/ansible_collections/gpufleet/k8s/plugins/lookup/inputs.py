@@ -34,12 +34,23 @@ options:
         (for a play that needs roles' defaults without running the roles).
     type: bool
     default: false
+  set_secrets:
+    description:
+      - Return instead the sorted names of those roles' secret options (declared C(no_log)) that are set to a
+        non-empty value - never a value - for preflight's checks of which credentials are given.
+    type: bool
+    default: false
+    version_added: "0.4.0"
 """
 
 EXAMPLES = r"""
 - name: Check every input of the cluster stage
   ansible.builtin.debug:
     msg: "{{ lookup('gpufleet.k8s.inputs', 'gpufleet', 'dcgm_exporter') }}"
+
+- name: Which Prometheus passwords and bearer tokens are set (names only)
+  ansible.builtin.debug:
+    msg: "{{ lookup('gpufleet.k8s.inputs', 'fleet_report', 'gpu_remediation', set_secrets=true) }}"
 
 - name: The node roles' inputs with their defaults, for the mirror manifest
   ansible.builtin.set_fact:
@@ -50,9 +61,10 @@ RETURN = r"""
 _raw:
   description:
     - "One dictionary, variable name: value, of the set variables with those prefixes (with
-      I(defaults), the unset options' defaults too)."
+      I(defaults), the unset options' defaults too); with I(set_secrets), the list of the secret options
+      that are set, by name."
   type: list
-  elements: dict
+  elements: raw
 """
 
 from ansible.errors import AnsibleError
@@ -87,6 +99,10 @@ class LookupModule(LookupBase):
             raise AnsibleError(str(exc))
         variables = variables or {}
         secret = set(role_specs.secret_inputs())
+        if self.get_option("set_secrets"):
+            given = select([name for name in variables if name in secret], roles)
+            values = self._templar.template([variables[name] for name in given]) if given else []
+            return [[name for name, value in zip(given, values) if value not in (None, "", [], {})]]
         for name in secret:
             values.pop(name, None)
         names = [name for name in select(variables.keys(), roles) if name not in secret]

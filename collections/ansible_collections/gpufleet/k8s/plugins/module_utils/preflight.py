@@ -32,6 +32,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.core import input_tex
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import gitops
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import dra_driver
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import cluster_pools
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import remediation_metrics
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
@@ -54,6 +55,13 @@ CHECKS.append(input_text.check)
 CHECKS.append(gitops.check)
 CHECKS.append(dra_driver.check)
 CHECKS.append(cluster_pools.check)
+CHECKS.append(remediation_metrics.check)
+
+
+def secret_values(params):
+    """Strings of the inputs that must not appear in preflight's result (its arguments are printed with it at
+    -vvv): a Prometheus URL with credentials in it, which preflight refuses."""
+    return remediation_metrics.url_secrets(params.get("extra") or {})
 
 
 def run_preflight(params):

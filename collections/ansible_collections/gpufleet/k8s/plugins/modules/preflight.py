@@ -57,6 +57,17 @@ options:
         inventory name) and C(repo_root) (to confine C(gpufleet_build_dir)).
     type: dict
     default: {}
+  secrets_set:
+    description:
+      - The names of the secret inputs (declared C(no_log) in the role argument specs, such as
+        C(gpu_remediation_prometheus_password)) that are set to a non-empty value; never their values, which stay
+        out of I(extra).
+      - For the checks that depend on which credentials are given (a bearer token and basic authentication
+        together are refused).
+    type: list
+    elements: str
+    default: []
+    version_added: "0.4.0"
   today:
     description:
       - The date (YYYY-MM-DD) that driver branch end-of-life dates are compared with; empty means
@@ -94,7 +105,7 @@ plan:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
+from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight, secret_values
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.yaml_support import require_yaml
 
 
@@ -108,6 +119,7 @@ def argspec():
         extra=dict(type="dict", default={}),
         inventory=dict(type="dict", default={}),
         today=dict(type="str", default=""),
+        secrets_set=dict(type="list", elements="str", default=[]),
     )
 
 
@@ -115,6 +127,8 @@ def run(module):
     """The module's work on ``module`` (an AnsibleModule, or the in-process stand-in of the action
     plugin when the task runs on the controller); ends with ``exit_json``/``fail_json``."""
     require_yaml(module)
+    # masked wherever the result shows them (the arguments are printed with it at -vvv); refused below
+    module.no_log_values.update(secret_values(module.params))
     errors, warnings, plan = run_preflight(module.params)
     for warning in warnings:
         module.warn(warning)

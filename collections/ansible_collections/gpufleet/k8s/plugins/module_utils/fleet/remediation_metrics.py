@@ -30,11 +30,16 @@ __metaclass__ = type
 import base64
 import json
 import math
+import re
 
 from ansible.module_utils.six.moves.urllib.parse import urlencode
 from ansible.module_utils.urls import open_url
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+
+# the base URL of Prometheus: http(s), a host, nothing else required (the rule of gpu_remediation's policy too)
+_HTTP_URL = re.compile(r"^https?://[^\s/]+")
 
 # name: (PromQL with {window}, what a value above the threshold means, threshold variable)
 QUERIES = {
@@ -144,16 +149,31 @@ def shown(url):
 
 
 def has_credentials(url):
-    """True when ``url`` carries userinfo (``scheme://user[:password]@host``)."""
+    """True when ``url`` carries userinfo (``scheme://user[:password]@host``, or ``user:password@host`` without a
+    scheme): an ``@`` before the path, query or fragment."""
     scheme, sep, rest = str(url).partition("://")
-    return bool(sep) and "@" in rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    return "@" in (rest if sep else scheme).split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+
+
+def userinfo(url):
+    """The ``user[:password]`` part of ``url`` ("" when it has none): a value to mask wherever it could appear."""
+    if not has_credentials(url):
+        return ""
+    scheme, sep, rest = str(url).partition("://")
+    return (rest if sep else scheme).split("/", 1)[0].split("?", 1)[0].split("#", 1)[0].rsplit("@", 1)[0]
 
 
 def credentials_problems(prefix, url, username="", password="", bearer_token=""):
     """Messages for Prometheus access settings that cannot be used, naming the ``<prefix>_*`` variable and
-    never quoting the URL or a secret. Credentials belong in their own (no_log) variables: a URL is an
-    ordinary argument, printed with the task at -vvv and kept in the job events."""
+    never quoting the URL or a secret: a URL that is not http(s), credentials in the URL, a bearer token with
+    basic authentication, half of basic authentication. Credentials belong in their own (no_log) variables: a
+    URL is an ordinary argument, printed with the task at -vvv and kept in the job events. The one rule for
+    preflight (:func:`check`), the fleet_report role's filter and the gpu_remediate module."""
     out = []
+    if url and not _HTTP_URL.match(str(url)):
+        # never quoted: a URL without a scheme may still carry user:password@
+        out.append("%s_prometheus_url: not an http:// or https:// URL; use the base URL of Prometheus, e.g. "
+                   "http://prometheus.monitoring:9090, or \"\" for none" % prefix)
     if has_credentials(url):
         out.append("%s_prometheus_url: credentials in the URL (user:password@) are refused, they would be printed "
                    "with the task's arguments; put the user name in %s_prometheus_username and the password in "
@@ -165,6 +185,43 @@ def credentials_problems(prefix, url, username="", password="", bearer_token="")
         out.append("%s_prometheus_%s: basic authentication needs both %s_prometheus_username and "
                    "%s_prometheus_password" % (prefix, "password" if username else "username", prefix, prefix))
     return out
+
+
+def url_inputs():
+    """{prefix: variable} of every Prometheus URL input: ``<role>_prometheus_url`` of each role whose argument
+    spec declares one (fleet_report, gpu_remediation), so that a role that adds one is checked too."""
+    return dict((role, role + "_prometheus_url") for role in role_specs.input_roles()
+                if role + "_prometheus_url" in role_specs.options(role))
+
+
+def url_secrets(values):
+    """The strings to mask wherever preflight's result could show them (its arguments at -vvv): each Prometheus
+    URL input in ``values`` (the inputs dictionary) that carries credentials, and its ``user:password`` part."""
+    out = set()
+    for variable in url_inputs().values():
+        url = values.get(variable)
+        if isinstance(url, str) and has_credentials(url):
+            out.add(url)
+            if len(userinfo(url)) > 2:  # a one-letter user name alone would mask every such letter
+                out.add(userinfo(url))
+    return out
+
+
+def check(params, plan, problems):
+    """Preflight: the Prometheus access settings of every ``<role>_prometheus_url`` input, by
+    :func:`credentials_problems`, before any stage runs. The passwords and bearer tokens never reach preflight
+    (no_log inputs stay out of ``extra``): ``secrets_set`` names the ones set, without their values."""
+    extra = params.get("extra") or {}
+    given = set(params.get("secrets_set") or [])
+    for prefix, variable in sorted(url_inputs().items()):
+        url = extra.get(variable)
+        url = "" if url is None else str(url)
+        username = extra.get(prefix + "_prometheus_username")
+        password = "set" if prefix + "_prometheus_password" in given else ""
+        token = "set" if prefix + "_prometheus_bearer_token" in given else ""
+        for message in credentials_problems(prefix, url, "" if username is None else str(username), password, token):
+            name, _sep, text = message.partition(": ")
+            problems.error(name, text)
 
 
 def auth_headers(username="", password="", bearer_token=""):
