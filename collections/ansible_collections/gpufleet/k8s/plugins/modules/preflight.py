@@ -119,7 +119,8 @@ def argspec():
         extra=dict(type="dict", default={}),
         inventory=dict(type="dict", default={}),
         today=dict(type="str", default=""),
-        secrets_set=dict(type="list", elements="str", default=[]),
+        # names only, never a value
+        secrets_set=dict(type="list", elements="str", default=[], no_log=False),
     )
 
 
