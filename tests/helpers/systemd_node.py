@@ -60,6 +60,37 @@ def boot(name, *run_args, image=DEBIAN12, timeout=60):
     raise RuntimeError("%s: systemd did not come up within %d s" % (name, timeout))
 
 
+# A boot id per container start: a container shares the host kernel's boot id, by which
+# ansible.builtin.reboot (and the nvidia-smi stand-ins) tell that the host rebooted.
+BOOT_ID_STANDIN = """[Unit]
+Description=STAND-IN: a fresh boot id for each start of this container (it shares the host kernel's)
+DefaultDependencies=no
+Before=sysinit.target
+[Service]
+Type=oneshot
+RemainAfterExit=true
+ExecStart=/bin/sh -c 'cat /proc/sys/kernel/random/uuid > /run/standin-boot-id && mount --bind /run/standin-boot-id /proc/sys/kernel/random/boot_id'
+[Install]
+WantedBy=sysinit.target
+"""
+
+
+def boot_rebootable(name, work):
+    """Boot the systemd node ``name`` so that ansible.builtin.reboot works on it: podman's restart policy boots
+    it again after ``shutdown -r``, and standin-boot-id.service (BOOT_ID_STANDIN, written under ``work``)
+    gives each boot its own boot id. Runs --privileged for that bind mount."""
+    boot(name, "--privileged", "--restart=always")
+    unit = os.path.join(str(work), "standin-boot-id.service")
+    with open(unit, "w") as handle:
+        handle.write(BOOT_ID_STANDIN)
+    podman("cp", unit, name + ":/etc/systemd/system/standin-boot-id.service")
+    shell(name, "systemctl daemon-reload && systemctl enable --now standin-boot-id.service 2>/dev/null")
+
+
+def boot_id(name):
+    return shell(name, "cat /proc/sys/kernel/random/boot_id").stdout.strip()
+
+
 def remove(name):
     podman("rm", "-f", "-t", "0", name, check=False)
 

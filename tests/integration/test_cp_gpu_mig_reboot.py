@@ -8,9 +8,8 @@ Eviction API, the role over the podman connection in a Debian 12 systemd contain
 (shutdown -r in the container; podman's restart policy boots it again, systemd runs gpufleet-mig.service at
 boot). STAND-INS: tests/standin/nvidia-smi-mig.py as nvidia-smi (two H200 GPUs whose MIG mode waits for a
 reboot and whose reset is "not supported"; a reboot applies the pending mode and loses the GPU instances);
-and a boot id per container start (standin-boot-id.service binds a fresh UUID over
-/proc/sys/kernel/random/boot_id: a container shares the host kernel's boot id, by which ansible.builtin.reboot
-and the stand-in tell that the host rebooted). The container runs --privileged for that bind mount.
+and a boot id per container start (systemd_node.boot_rebootable: a container shares the host kernel's boot id,
+by which ansible.builtin.reboot and the stand-in tell that the host rebooted).
 """
 import json
 import os
@@ -18,7 +17,7 @@ import os
 import pytest
 
 from ansible_run import ROOT
-from systemd_node import boot, converge, per_worker, podman, remove, shell_of
+from systemd_node import boot_id as node_boot_id, boot_rebootable, converge, per_worker, podman, remove, shell_of
 
 NODE = per_worker("gpufleet-i28-migboot")
 NS = "ml"
@@ -35,17 +34,6 @@ PLAYBOOK = """- name: MIG layout of the GPU nodes
         name: gpu_mig
 """
 
-BOOT_ID_STANDIN = """[Unit]
-Description=STAND-IN: a fresh boot id for each start of this container (it shares the host kernel's)
-DefaultDependencies=no
-Before=sysinit.target
-[Service]
-Type=oneshot
-RemainAfterExit=true
-ExecStart=/bin/sh -c 'cat /proc/sys/kernel/random/uuid > /run/standin-boot-id && mount --bind /run/standin-boot-id /proc/sys/kernel/random/boot_id'
-[Install]
-WantedBy=sysinit.target
-"""
 
 VM_GPUS = ("import json; p='%s'; s=json.load(open(p)); "
            "[g.update(needs_reset=True, reset_supported=False) for g in s['gpus']]; json.dump(s, open(p, 'w'))" % STATE)
@@ -55,12 +43,10 @@ VM_GPUS = ("import json; p='%s'; s=json.load(open(p)); "
 def setup(control_plane, tmp_path_factory):
     cp = control_plane
     work = tmp_path_factory.mktemp("migreboot")
-    boot(NODE, "--privileged", "--restart=always")
+    boot_rebootable(NODE, work)
     podman("cp", os.path.join(ROOT, "tests", "standin", "nvidia-smi-mig.py"), NODE + ":/usr/local/bin/nvidia-smi")
-    (work / "standin-boot-id.service").write_text(BOOT_ID_STANDIN)
-    podman("cp", str(work / "standin-boot-id.service"), NODE + ":/etc/systemd/system/standin-boot-id.service")
-    sh("chmod 755 /usr/local/bin/nvidia-smi && systemctl daemon-reload && systemctl enable --now standin-boot-id.service"
-       " 2>/dev/null && nvidia-smi --query-gpu=index --format=csv,noheader >/dev/null && python3 -c \"%s\"" % VM_GPUS)
+    sh("chmod 755 /usr/local/bin/nvidia-smi && nvidia-smi --query-gpu=index --format=csv,noheader >/dev/null"
+       " && python3 -c \"%s\"" % VM_GPUS)
     (work / "hosts.yml").write_text(
         "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"
         "      ansible_python_interpreter: \"{{ ansible_playbook_python }}\"\n"
@@ -98,7 +84,7 @@ def layout():
 
 
 def boot_id():
-    return sh("cat /proc/sys/kernel/random/boot_id").stdout.strip()
+    return node_boot_id(NODE)
 
 
 ALL_1G = {"gpu_mig_profiles": {"1g.18gb": "all"}, "gpu_mig_allow_reboot": True}

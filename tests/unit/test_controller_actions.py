@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PLUGINS = os.path.join(ROOT, "collections", "ansible_collections", "gpufleet", "k8s", "plugins")
 
 # Run where the task runs, on a GPU host (they read or change the host).
-HOST_MODULES = {"containerd_nvidia_runtime", "mig_layout", "node_stamp", "nvidia_gpu_info"}
+HOST_MODULES = {"containerd_nvidia_runtime", "gpu_reset", "mig_layout", "node_stamp", "nvidia_gpu_info"}
 
 
 def _names(folder):

@@ -54,7 +54,10 @@ def test_xid_override_wins_and_says_so():
 # --- the policy: refused before anything is read ------------------------------------------------
 
 @pytest.mark.parametrize("raw, message", [
-    ({"actions": ["reboot"]}, "gpu_remediation_actions: ['reboot'] is not allowed; use a list of one of: taint, cordon, drain, replace"),
+    ({"actions": ["restart"]}, "gpu_remediation_actions: ['restart'] is not allowed; use a list of one of: taint, cordon, "
+                                "drain, replace, reset, reboot"),
+    ({"actions": ["reboot"]}, "gpu_remediation_actions: reboot needs drain too"),
+    ({"actions": ["taint", "cordon", "reset"]}, "gpu_remediation_actions: reset needs drain too"),
     ({"actions": ["drain"]}, "gpu_remediation_actions: drain needs cordon too"),
     ({"max_nodes": 0}, "gpu_remediation_max_nodes: 0 is not allowed; use an integer >= 1"),
     ({"max_nodes": True}, "gpu_remediation_max_nodes: True is not allowed"),
@@ -205,7 +208,7 @@ def test_xid_findings_make_a_node_unhealthy_and_application_xids_do_not():
     ("eks", [{"metadata": {"name": "gpu-abc"}, "status": {"nodeName": "t1"}}], "delete NodeClaim gpu-abc"),
     ("eks", [{"metadata": {"name": "gpu-abc"}, "status": {"nodeName": "other"}}], "no Karpenter NodeClaim names Node t1"),
     ("gke", [], "left to GKE node auto-repair"),
-    ("kubeadm", [], "reset the GPU (nvidia-smi --gpu-reset) or reboot the host: planned only"),
+    ("kubeadm", [], "planned only: reset the GPU (nvidia-smi --gpu-reset) or reboot the host"),
 ])
 def test_replacement_per_platform(platform, claims, step):
     entries = rem.plan([node("t1", alloc=7), node("t2"), node("t3")], POOLS, platform, {}, policy(), claims)

@@ -19,8 +19,10 @@ description:
     row-remap failure, NVLink recovery errors.
   - Acts on them per O(policy) - record why in the Node annotation C(gpufleet.io/gpu-remediation), taint
     C(gpufleet.io/gpu-unhealthy:NoSchedule), cordon, drain through the Eviction API, and replace (on EKS
-    delete the Karpenter NodeClaim; on GKE leave it to node auto-repair; on self-managed clusters the GPU
-    reset or reboot is only planned).
+    delete the Karpenter NodeClaim; on GKE leave it to node auto-repair). On self-managed clusters the
+    actions C(reset) and C(reboot) choose, per drained node, a GPU reset or a reboot of its host, returned in
+    RV(host_steps) for the play on the hosts (M(gpufleet.k8s.gpu_reset), M(ansible.builtin.reboot)); a second
+    call with O(host_results) records what they did.
   - Never more than C(policy.max_nodes) nodes at once, nor more than C(policy.max_percent) of a pool, nor
     below a pool's C(min_nodes) schedulable nodes; a node that would break a limit is reported as held.
   - When a node it remediated is healthy again, removes its own taint and cordon (only those) and the record.
@@ -56,6 +58,28 @@ options:
         pending or failed row remapping, pages pending retirement and a lost GPU (C(device-handle-error)) count.
     type: dict
     default: {}
+  host_results:
+    description:
+      - What the host steps of an earlier call (RV(host_steps)) did, by Node name - a list of
+        C({step, ok, message, gpus}) in the order they ran. When set, the module only writes them into the
+        Nodes' records (the next run escalates from a reset to a reboot, and stops after a reboot that did not
+        help), adds them to O(report), restarts the device plugin on nodes whose GPUs were reset (it never
+        marks a GPU healthy again by itself), and returns; nothing is read or decided.
+    type: dict
+    default: {}
+    version_added: "0.4.0"
+  report:
+    description: With O(host_results) - the RV(report) of the earlier call, returned with the host steps added.
+    type: dict
+    default: {}
+    version_added: "0.4.0"
+  device_plugin_selector:
+    description:
+      - Label selector of the device plugin's pods, deleted on a node after its GPUs were reset (their
+        DaemonSet starts them again); empty restarts nothing.
+    type: str
+    default: ""
+    version_added: "0.4.0"
   prometheus_validate_certs:
     description: Verify the Prometheus server's TLS certificate.
     type: bool
@@ -128,6 +152,13 @@ markdown:
   description: The report as Markdown.
   returned: always
   type: str
+host_steps:
+  description:
+    - Node name -> the step for its host - C(step) (reset or reboot), C(gpus) (PCI bus ids; empty = every
+      GPU), C(fallback) (reboot when a refused reset may be followed by a reboot). Only drained nodes of
+      self-managed clusters, only when not a dry run.
+  returned: always
+  type: dict
 errors:
   description: Steps that failed, one line per failure (a drain a PodDisruptionBudget kept blocking).
   returned: always
@@ -185,6 +216,19 @@ class _Api(DrainApi):
             raise
         return True
 
+    def list_pods_selected(self, node, selector):
+        return self._items(self.core.list_pod_for_all_namespaces(
+            field_selector="spec.nodeName=%s" % node, label_selector=selector, _preload_content=False))
+
+    def delete_pod(self, namespace, name):
+        try:
+            self.core.delete_namespaced_pod(name, namespace, _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
     def list_nodeclaims(self):
         try:
             return self._items(self.custom.list_cluster_custom_object(
@@ -211,6 +255,9 @@ def argspec():
         cluster_name=dict(type="str", default=""),
         policy=dict(type="dict", default={}),
         gpu_facts=dict(type="dict", default={}),
+        host_results=dict(type="dict", default={}),
+        report=dict(type="dict", default={}),
+        device_plugin_selector=dict(type="str", default=""),
         prometheus_validate_certs=dict(type="bool", default=True),
         prometheus_timeout=dict(type="int", default=30),
         prometheus_username=dict(type="str", default=""),
@@ -233,11 +280,13 @@ def run(module):
     if problems:
         module.fail_json(msg="; ".join(problems) + "; nothing was read or changed")
     try:
-        policy = remediation.validate_policy(p["policy"])
+        policy = remediation.validate_policy(p["policy"], p["platform"])
     except GpufleetError as exc:
         module.fail_json(msg=exc.msg, **exc.details)
     if not HAS_K8S:
         module.fail_json(msg=missing_required_lib("kubernetes"))
+    if p["host_results"]:
+        record_hosts(module, p, now)
     try:
         found = {}
         if policy["prometheus_url"]:
@@ -252,7 +301,8 @@ def run(module):
         found = remediation.merge_findings(found, remediation.host_findings(p["gpu_facts"], policy["thresholds"]))
         api = _Api(get_api_client(**connection_args(p)).client.client)
         claims = api.list_nodeclaims() if p["platform"] in remediation.KARPENTER_PLATFORMS else []
-        entries = remediation.plan(api.list_nodes(), p["pools"], p["platform"], found, policy, claims)
+        entries = remediation.plan(api.list_nodes(), p["pools"], p["platform"], found, policy, claims,
+                                   gpu_facts=p["gpu_facts"])
         remediation_run.execute(api, entries, policy, p["platform"], claims, now, check_mode=module.check_mode)
     except GpufleetError as exc:
         module.fail_json(msg=exc.msg, **exc.details)
@@ -262,8 +312,25 @@ def run(module):
     dry = module.check_mode or policy["dry_run"]
     changed = not dry and any(n["done"] for n in rep["nodes"])
     errors = [e for n in rep["nodes"] for e in n["errors"]]
+    host_steps = dict((e["name"], e["host_action"]) for e in entries if e.get("host_action"))
     module.exit_json(changed=changed, generated_at=now, nodes=rep["nodes"], report=rep, markdown=remediation_run.markdown(rep),
-                     errors=errors)
+                     errors=errors, host_steps=host_steps)
+
+
+def record_hosts(module, p, now):
+    """The second call: write what the host steps did into the records and the report, then exit."""
+    rep = dict(p["report"] or {})
+    nodes = [dict(n, done=list(n.get("done") or []), errors=list(n.get("errors") or [])) for n in rep.get("nodes") or []]
+    try:
+        api = _Api(get_api_client(**connection_args(p)).client.client)
+        changed = remediation_run.record_host_results(api, nodes, p["host_results"], now,
+                                                      plugin_selector=p["device_plugin_selector"] or None)
+    except Exception as exc:  # the client's own errors (connection, auth, API status)
+        module.fail_json(msg="gpufleet could not record the host steps of remediation: %s" % exc)
+    rep["nodes"] = nodes
+    errors = [e for n in nodes for e in n["errors"]]
+    module.exit_json(changed=changed, generated_at=now, nodes=nodes, report=rep,
+                     markdown=remediation_run.markdown(rep) if rep.get("policy") else "", errors=errors, host_steps={})
 
 
 def main():

@@ -111,9 +111,16 @@ def labels(name, component=None):
     return out
 
 
+# GPU health remediation's taint (module_utils/fleet/remediation.py): the GPU node agents stay on a node
+# under remediation - the device plugin and dcgm-exporter are what says when it is healthy again, and a
+# device plugin restarted after a GPU reset must be scheduled back onto the tainted node.
+UNHEALTHY_TOLERATION = {"key": "gpufleet.io/gpu-unhealthy", "operator": "Exists", "effect": "NoSchedule"}
+
+
 def gpu_tolerations(plan, extra_tolerations=()):
-    """``nvidia.com/gpu`` plus every pool taint (operator Exists, so any value matches)."""
-    out = [dict(GPU_TOLERATION), {"key": "CriticalAddonsOnly", "operator": "Exists"}]
+    """The GPU node agents' tolerations: ``nvidia.com/gpu``, CriticalAddonsOnly, GPU health remediation's
+    taint, plus every pool taint (operator Exists, so any value matches)."""
+    out = [dict(GPU_TOLERATION), {"key": "CriticalAddonsOnly", "operator": "Exists"}, dict(UNHEALTHY_TOLERATION)]
     seen = {(t["key"], t.get("effect")) for t in out}
     for pool in plan.get("pools") or []:
         for taint in pool.get("taints") or []:

@@ -21,6 +21,11 @@ The policy's limits, decided here before anything is written (``plan``):
   keeps at least that many schedulable nodes without the unhealthy taint.
 A node that would break a limit is ``held`` and the report says which limit. Nodes outside every
 gpufleet pool are reported and left alone.
+
+On self-managed clusters the policy may also reset the GPUs (``reset``) or reboot the host (``reboot``) of a
+drained node (``host_step``): a reset first, a reboot when the GPU is lost (nvidia-smi cannot reach it, XID
+79), when the reset was refused or when the node is still unhealthy after a reset; after a reboot that did
+not help, nothing more (a person replaces the GPU). The steps done are kept in the node's record.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -33,6 +38,8 @@ import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError, kind_of, one_of
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report import GPU_RESOURCE_PREFIXES, node_pool_name
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.remediation_host import (
+    HOST_ACTIONS, LOST_GPU_FAILURES, host_step)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import SELF_MANAGED_PLATFORMS
 
 TAINT_KEY = "gpufleet.io/gpu-unhealthy"
@@ -42,7 +49,7 @@ KARPENTER_PLATFORMS = ("eks",)
 GKE_PLATFORMS = ("gke", "gke-autopilot")
 
 VERDICTS = ("application", "watch", "unhealthy")
-ACTIONS = ("taint", "cordon", "drain", "replace")
+ACTIONS = ("taint", "cordon", "drain", "replace") + HOST_ACTIONS
 
 # XID code -> (verdict, meaning), after NVIDIA's XID catalog (Ampere and newer; the resolution bucket
 # in brackets). Codes not listed are "watch": reported, never acted on by themselves.
@@ -104,9 +111,10 @@ def _int(value, low=None, high=None):
         and (high is None or value <= high)
 
 
-def validate_policy(raw):
+def validate_policy(raw, platform=None):
     """The policy with defaults filled in; raises GpufleetError naming every bad variable and what is
-    allowed, before anything is read or written. ``raw`` uses the keys of POLICY_DEFAULTS."""
+    allowed, before anything is read or written. ``raw`` uses the keys of POLICY_DEFAULTS; ``platform``
+    (gpufleet_platform), when given, is checked against the host actions (reset, reboot)."""
     p = dict(POLICY_DEFAULTS)
     p.update(dict((k, v) for k, v in (raw or {}).items() if v is not None))
     errors = []
@@ -122,6 +130,15 @@ def validate_policy(raw):
         bad("actions", "%r is not allowed; use a list of %s" % (actions, one_of(ACTIONS)))
     elif "drain" in actions and "cordon" not in actions:
         bad("actions", "drain needs cordon too (evicted pods would be scheduled back onto the node); add cordon")
+    else:
+        host = [a for a in actions if a in HOST_ACTIONS]
+        if host and "drain" not in actions:
+            bad("actions", "%s needs drain too (nothing may use the GPUs when they are reset or the host reboots); "
+                "add cordon and drain" % " and ".join(host))
+        elif host and platform is not None and platform not in SELF_MANAGED_PLATFORMS:
+            bad("actions", "%s act on the hosts of self-managed clusters (%s); on platform %s use replace (%s)"
+                % (" and ".join(host), ", ".join(SELF_MANAGED_PLATFORMS), platform,
+                   "delete the Karpenter NodeClaim" if platform in KARPENTER_PLATFORMS else "GKE node auto-repair"))
     if not _int(p["max_nodes"], 1):
         bad("max_nodes", "%r is not allowed; use an integer >= 1 (nodes remediated at once in the cluster)"
             % (p["max_nodes"],))
@@ -194,11 +211,6 @@ def allocatable_findings(node):
                         "why": "%s allocatable %d of capacity %d: the device plugin marked %d unhealthy"
                                % (name, have, can, can - have)})
     return out
-
-
-# nvidia-smi failures that mean the host lost a GPU it had (the XID 79 symptom); the others (driver not
-# loaded, not installed) are reported as watch: a host being set up says the same
-LOST_GPU_FAILURES = ("device-handle-error",)
 
 
 def host_findings(gpu_facts, thresholds):
@@ -279,8 +291,9 @@ def replace_step(platform, node, nodeclaims):
     if platform in GKE_PLATFORMS:
         return "gke", "left to GKE node auto-repair (GKE recreates a node that stays unhealthy)", None
     if platform in SELF_MANAGED_PLATFORMS:
-        return "host", ("reset the GPU (nvidia-smi --gpu-reset) or reboot the host: planned only, gpufleet does "
-                        "not do it from here; run it on the host, the next run restores the node once healthy"), None
+        return "host", ("planned only: reset the GPU (nvidia-smi --gpu-reset) or reboot the host; add reset and/or "
+                        "reboot to gpu_remediation_actions to have gpufleet do it, or do it on the host: the next run "
+                        "restores the node once healthy"), None
     return "none", "no replacement on platform %s" % platform, None
 
 
@@ -295,7 +308,7 @@ def allowed_in_pool(size, percent):
     return int(math.ceil(size * float(percent) / 100.0)) if size else 0
 
 
-def plan(nodes, pools, platform, metric_findings, policy, nodeclaims=None):
+def plan(nodes, pools, platform, metric_findings, policy, nodeclaims=None, gpu_facts=None):
     """One entry per GPU node (sorted by name):
     ``{"name", "pool", "findings", "state", "decision", "held_because", "steps"}``.
 
@@ -320,7 +333,7 @@ def plan(nodes, pools, platform, metric_findings, policy, nodeclaims=None):
         else:
             state = "watch" if verdicts else "healthy"
         entry = {"name": name, "pool": pool, "findings": found, "state": state, "decision": "none",
-                 "held_because": None, "steps": [], "record": record, "node": node}
+                 "held_because": None, "steps": [], "record": record, "node": node, "host_step": None}
         entries.append(entry)
         if pool is not None:
             by_pool.setdefault(pool, []).append(entry)
@@ -370,6 +383,7 @@ def plan(nodes, pools, platform, metric_findings, policy, nodeclaims=None):
         elif entry["state"] == "recovered":
             entry["decision"] = "restore" if policy["restore"] else "none"
         if entry["decision"] in ("act", "continue"):
+            entry["host_step"] = host_step(entry, policy, platform, gpu_facts)
             entry["steps"] = action_steps(entry, policy, platform, nodeclaims)
         elif entry["decision"] == "restore":
             entry["steps"] = restore_steps(entry)
@@ -387,7 +401,9 @@ def action_steps(entry, policy, platform, nodeclaims):
         steps.insert(0, "record why in annotation %s" % RECORD_ANNOTATION)
     if "drain" in policy["actions"]:
         steps.append("drain (evictions respect PodDisruptionBudgets)")
-    if "replace" in policy["actions"]:
+    if entry.get("host_step"):
+        steps.append(entry["host_step"]["text"])
+    elif "replace" in policy["actions"]:
         kind, text, _claim = replace_step(platform, node, nodeclaims)
         if kind != "none" or not record.get("replaced"):
             steps.append(text)

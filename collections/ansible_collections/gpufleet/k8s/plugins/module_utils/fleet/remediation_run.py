@@ -25,6 +25,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.drain import Dra
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.node_ownership import Conflict
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.remediation import (
     RECORD_ANNOTATION, TAINT, TAINT_KEY, has_taint, reasons, record_of, replace_step)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.remediation_host import record_host_steps
 
 RETRIES = 5
 
@@ -41,6 +42,8 @@ def act_patch(node, entry, actions, now):
     record = {"since": old.get("since") or now, "reasons": reasons(entry), "by": "gpufleet remediate.yml",
               "tainted": bool(old.get("tainted")), "cordoned": bool(old.get("cordoned")),
               "replaced": old.get("replaced") or ""}
+    if old.get("host_steps"):
+        record["host_steps"] = old["host_steps"]
     patch = {}
     if "taint" in actions and not has_taint(node):
         patch["spec"] = {"taints": list(spec.get("taints") or []) + [dict(TAINT)]}
@@ -96,11 +99,14 @@ def _drain_message(msg):
 
 def execute(api, entries, policy, platform, nodeclaims, now, check_mode=False, drain_poll=5.0):
     """Carry out the decisions; every entry gets ``done`` (steps that changed something, or would in
-    check mode / dry run) and ``errors``. One node's failure does not stop the others."""
+    check mode / dry run) and ``errors``. One node's failure does not stop the others. A drained node whose
+    host step (remediation.host_step) is to be done gets ``host_action`` ({"step", "gpus", "fallback"}): the
+    play on the host does it, and record_host_results writes what happened."""
     dry = check_mode or policy["dry_run"]
     actions = policy["actions"]
     for entry in entries:
-        entry["done"], entry["errors"] = [], []
+        entry["done"], entry["errors"], entry["host_action"] = [], [], None
+        host = entry.get("host_step") or {}
         name = entry["name"]
         if entry["decision"] not in ("act", "continue", "restore"):
             continue
@@ -112,7 +118,8 @@ def execute(api, entries, policy, platform, nodeclaims, now, check_mode=False, d
                     entry["done"] = list(entry["steps"])
                 continue
             if dry:
-                entry["done"] = [s for s in entry["steps"] if not s.startswith(("reset the GPU", "left to GKE"))]
+                info = host["text"] if host and not host["step"] else None
+                entry["done"] = [s for s in entry["steps"] if s != info and not s.startswith(("planned only", "left to GKE"))]
                 continue
             if _write(api, name, lambda node: act_patch(node, entry, actions, now)):
                 entry["done"] += [s for s in entry["steps"] if s.startswith(("record why", "taint ", "cordon"))]
@@ -121,6 +128,9 @@ def execute(api, entries, policy, platform, nodeclaims, now, check_mode=False, d
                                force=policy["drain_force"], timeout=policy["drain_timeout"], poll=drain_poll)
                 if result["evicted"]:
                     entry["done"].append("drained: evicted %s" % ", ".join(result["evicted"]))
+                if host.get("step"):   # drained: nothing uses the GPUs any more
+                    entry["host_action"] = {"step": host["step"], "gpus": list(host["gpus"]),
+                                            "fallback": host["fallback"]}
             if "replace" in actions:
                 kind, text, claim = replace_step(platform, entry["node"], nodeclaims)
                 if kind == "nodeclaim":
@@ -142,6 +152,57 @@ def execute(api, entries, policy, platform, nodeclaims, now, check_mode=False, d
     return entries
 
 
+def record_host_results(api, nodes, results, now, plugin_selector=None):
+    """Write what the host plays did (``results``: {Node name: [{"step", "ok", "message", "gpus"}]}) into each
+    Node's record and into the report's ``nodes`` (their ``done`` and ``errors``). After a successful reset
+    the device plugin's pods on the node (``plugin_selector``) are deleted so that their DaemonSet starts them
+    again: the plugin never marks a GPU healthy again by itself. Returns True when something was written."""
+    changed = False
+    by_name = dict((n["name"], n) for n in nodes)
+    for name, steps in sorted((results or {}).items()):
+        if not steps:
+            continue
+        node = by_name.get(name)
+        if node is None:   # not in the report given: added, so that nothing done goes unreported
+            node = by_name[name] = {"name": name, "pool": None, "state": "-", "decision": "-", "held_because": None,
+                                    "findings": [], "steps": [], "done": [], "errors": []}
+            nodes.append(node)
+        try:
+            if _write(api, name, lambda obj, steps=steps: _host_patch(obj, steps, now)):
+                changed = True
+            for i, step in enumerate(steps):
+                text = "%s: %s" % (step["step"], step.get("message") or ("done" if step["ok"] else "failed"))
+                if step["ok"]:
+                    node["done"].append(text)
+                elif i + 1 < len(steps) and steps[-1]["ok"]:   # a refused reset the reboot after it made good
+                    node["done"].append(text + " (then: %s)" % steps[-1]["step"])
+                else:
+                    node["errors"].append("Node %s: %s" % (name, text))
+            if plugin_selector and any(s["step"] == "reset" and s["ok"] for s in steps) \
+                    and not any(s["step"] == "reboot" for s in steps):
+                restarted = []
+                for pod in api.list_pods_selected(name, plugin_selector):
+                    meta = pod["metadata"]
+                    if api.delete_pod(meta["namespace"], meta["name"]):
+                        restarted.append("%s/%s" % (meta["namespace"], meta["name"]))
+                if restarted:
+                    changed = True
+                    node["done"].append("device plugin restarted (pod %s deleted; its DaemonSet starts it again)"
+                                        % ", ".join(restarted))
+        except Exception as exc:  # the client's errors, a Node that keeps changing: named per node
+            node["errors"].append("Node %s: recording the host steps failed: %s" % (name, exc))
+    return changed
+
+
+def _host_patch(node, steps, now):
+    record = record_of(node)
+    if record is None:   # the record is gone (someone restored the node by hand): nothing to add to
+        return None
+    new = record_host_steps(record, steps, now)
+    return {"metadata": {"annotations": {RECORD_ANNOTATION: _dump(new)},
+                         "resourceVersion": node["metadata"].get("resourceVersion")}}
+
+
 # --- the report -----------------------------------------------------------------------------------
 
 def report(entries, policy, platform, cluster, check_mode=False):
@@ -153,7 +214,9 @@ def report(entries, policy, platform, cluster, check_mode=False):
         nodes.append({"name": e["name"], "pool": e["pool"], "state": e["state"], "decision": e["decision"],
                       "held_because": e["held_because"], "findings": e["findings"], "steps": e["steps"],
                       "done": e.get("done", []), "errors": e.get("errors", []),
-                      "since": (e["record"] or {}).get("since")})
+                      "since": (e["record"] or {}).get("since"),
+                      "host_steps_before": (e["record"] or {}).get("host_steps") or [],
+                      "host_action": e.get("host_action")})
     counts = {}
     for n in nodes:
         counts[n["decision"]] = counts.get(n["decision"], 0) + 1
