@@ -409,13 +409,41 @@ def test_a_compute_domain_pool_passes_with_the_compute_domain_part_on_and_is_war
     assert any("pool(s) nvl render a ComputeDomain" in w and "multi-node NVLink" in w for w in warnings), warnings
 
 
+# gb200 (GB200 NVL72: GCP A4X, AWS P6e-GB200) is sold only inside multi-node NVLink domains: no NVLink warning
+NVL_GB200 = dict(NVL, name="nvl-gb200", gpu_type="gb200")
+
+
+@pytest.mark.parametrize("platform", ["kubeadm", "gke"])
+def test_a_gb200_compute_domain_pool_passes_without_the_nvlink_warning(platform):
+    pool = dict(NVL_GB200, zones=["us-central1-a"]) if platform == "gke" else NVL_GB200
+    errors, warnings, _plan = run_preflight({"platform": platform, "cluster_name": "c", "addons_mode": "standalone",
+                                             "pools": [pool], "apply": False, "extra": CD_ON})
+    assert [e for e in errors if "node_group" not in e] == []
+    assert not [w for w in warnings if "render a ComputeDomain" in w], warnings
+
+
+def test_the_nvlink_warning_names_only_the_pools_that_may_lack_multi_node_nvlink():
+    errors, warnings, _plan = run_preflight({"platform": "kubeadm", "cluster_name": "c", "addons_mode": "standalone",
+                                             "pools": [NVL_GB200, NVL], "apply": False, "extra": CD_ON})
+    assert [e for e in errors if "node_group" not in e] == []
+    (line,) = [w for w in warnings if "render a ComputeDomain" in w]
+    assert "pool(s) nvl render" in line and "nvl-gb200" not in line
+
+
+def test_a_gb200_compute_domain_renders_a_compute_domain():
+    objs = dra.claims_for_pools(normalize_pools([NVL_GB200]), ["ml"])
+    (domain,) = [o for o in objs if o["kind"] == "ComputeDomain"]
+    assert domain["apiVersion"] == "resource.nvidia.com/v1beta1"
+    assert domain["metadata"]["name"] == "nvl-gb200-compute-domain" and domain["spec"]["numNodes"] == 2
+
+
 @pytest.mark.parametrize("pool, extra, want", [
     (NVL, {"gpufleet_kubernetes_version": "1.34"}, "gpufleet_gpu_pools[0].dra.compute_domain: pool nvl asks for a "
      "ComputeDomain, but nvidia_dra_driver_compute_domains_enabled is false"),
     (dict(NVL, gpu_type="l4"), CD_ON, "gpufleet_gpu_pools[0].dra.compute_domain: pool nvl has gpu_type l4 (ada), which "
      "has no multi-node NVLink"),
     (dict(NVL, gpu_type="a100-80gb"), CD_ON, "pool nvl has gpu_type a100-80gb (ampere), which has no multi-node "
-     "NVLink, so a ComputeDomain's IMEX channels cannot span its nodes; use it with one of: b200, h100-80gb, "
+     "NVLink, so a ComputeDomain's IMEX channels cannot span its nodes; use it with one of: b200, gb200, h100-80gb, "
      "h200-141gb"),
     (dict(NVL, sharing={"mode": "mig", "mig_profile": "1g.23gb"}), CD_ON, "gpufleet_gpu_pools[0].dra.compute_domain: "
      "pool nvl hands out MIG devices"),

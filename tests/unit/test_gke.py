@@ -108,3 +108,18 @@ def test_compute_class_schema_check_can_fail():
 @pytest.mark.parametrize("duration,minutes", [("30m", 30), ("1h", 60), ("90s", 2), ("1h30m", 90), ("Never", None)])
 def test_minutes(duration, minutes):
     assert gke._minutes(duration) == minutes
+
+
+# gb200 on GKE: A4X machines (a4x-highgpu-4g: 4 x nvidia-gb200, Grace/arm64 hosts; tests/fixtures/clouds)
+GB200 = normalize_pool({"name": "nvl-gb200", "gpu_type": "gb200", "gpus_per_node": 4, "zones": ["us-central1-a"],
+                        "max_nodes": 18, "compute_class": True})
+
+
+def test_gb200_renders_a_nap_limit_and_an_a4x_compute_class():
+    doc = nap(GB200)
+    assert check_nap(doc) == []
+    assert {"resourceType": "nvidia-gb200", "minimum": 0, "maximum": 72} in doc["resourceLimits"]
+    (klass,) = gke.compute_classes([GB200], resolve_settings({}))
+    assert [(p["machineFamily"], p["gpu"]) for p in klass["spec"]["priorities"]] == [
+        ("a4x", {"type": "nvidia-gb200", "count": 4})]
+    assert_crs_valid([klass])

@@ -6,7 +6,8 @@ machine family, GPU memory, GPUs per instance type); the code's GPU_TYPES must a
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import (
-    GPU_TYPES, gke_accelerators, gpu_counts_on, offered_on, types_on)
+    CPU_ARCHS, GPU_TYPES, MIG_CAPABLE, MULTI_NODE_NVLINK, cpu_arch, gke_accelerators, gpu_counts_on, offered_on,
+    types_on)
 from cloud_catalog import EC2, GCE, ec2_gpu_counts, gce_accelerators, gce_entry, gce_gpu_counts
 
 EKS_TYPES = sorted(name for name, facts in GPU_TYPES.items() if facts["eks_families"])
@@ -70,4 +71,25 @@ def test_the_recording_check_can_fail():
 
 def test_every_type_keeps_the_fields_other_roles_read():
     for facts in GPU_TYPES.values():
-        assert {"arch", "memory_gib", "eks_families", "gke_accelerator", "gke_machine_family"} <= set(facts)
+        assert {"arch", "memory_gib", "eks_families", "gke_accelerator", "gke_machine_family", "cpu_arch"} <= set(facts)
+
+
+# Host CPU architecture: GB200 pairs its GPUs with a Grace (Arm) CPU; every other type is on x86 hosts.
+@pytest.mark.parametrize("gpu", sorted(GPU_TYPES))
+def test_every_type_names_a_known_cpu_architecture(gpu):
+    assert GPU_TYPES[gpu]["cpu_arch"] in CPU_ARCHS
+    assert cpu_arch(gpu) == ("arm64" if gpu == "gb200" else "amd64")
+
+
+def test_gb200_is_a_grace_blackwell_type_on_gke_a4x_only():
+    """NVIDIA MIG user guide (Supported GPUs): GB200, Blackwell, 186GB. GCP: a4x-highgpu-4g, 4 x nvidia-gb200.
+    EKS is left out until EC2's GPU name for P6e-GB200 is documented."""
+    facts = GPU_TYPES["gb200"]
+    assert (facts["arch"], facts["memory_gib"], facts["cpu_arch"]) == ("blackwell", 186, "arm64")
+    assert gce_entry("a4x", "nvidia-gb200")["machine_types"] == {"a4x-highgpu-4g": 4}
+    assert gpu_counts_on("gb200", "gke") == [4] and offered_on("gb200", "gke-autopilot")
+    assert not offered_on("gb200", "eks") and "gb200" not in types_on("eks")
+    assert offered_on("gb200", "kubeadm")
+    # no MIG profile table for GB200 was found in NVIDIA's MIG user guide: not MIG-capable here
+    assert "gb200" not in MIG_CAPABLE
+    assert MULTI_NODE_NVLINK == ("gb200",)

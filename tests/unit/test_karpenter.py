@@ -104,6 +104,63 @@ def test_default_gpu_nodeclass_uses_the_nvidia_ssm_parameter():
                 assert all("alias" not in t for t in obj["spec"]["amiSelectorTerms"])
 
 
+# The node's CPU architecture follows the pool's GPU type (gpu_catalog cpu_arch). No GPU type of the catalog is on
+# EKS with arm64 hosts yet (gb200's EKS facts are not documented), so these tests add a TEST-ONLY catalog entry
+# built from a real arm64 NVIDIA instance family as Karpenter's instance-type reference lists it: g5g (Graviton2,
+# NVIDIA T4G; karpenter.k8s.aws/instance-gpu-name t4g, kubernetes.io/arch arm64, 1 or 2 GPUs).
+ARM_STANDIN = {"arch": "turing", "memory_gib": 16, "cpu_arch": "arm64", "eks_families": ["g5g"],
+               "eks_gpu_name": "t4g", "eks_gpu_counts": [1, 2], "gke_accelerator": None, "gke_machine_family": None,
+               "gke_gpu_counts": []}
+ARM_SSM = "/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/arm64/nvidia/recommended/image_id"
+X86_SSM = "/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/nvidia/recommended/image_id"
+
+
+@pytest.fixture
+def arm_type(monkeypatch):
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES
+    monkeypatch.setitem(GPU_TYPES, "test-arm-t4g", dict(ARM_STANDIN))
+    return normalize_pool({"name": "arm-t4g", "gpu_type": "test-arm-t4g", "gpus_per_node": 2,
+                           "zones": ["us-east-1a"], "max_nodes": 2})
+
+
+def test_an_arm64_gpu_type_gets_an_arm64_nodepool_and_the_arm64_nvidia_ami(arm_type):
+    objs = objects(arm_type, H100, eks_kubernetes_version="1.34")
+    arm_pool, x86_pool = by_kind(objs, "NodePool", "arm-t4g"), by_kind(objs, "NodePool", "train-h100")
+    assert req(arm_pool, "kubernetes.io/arch") == [["arm64"]]
+    assert req(x86_pool, "kubernetes.io/arch") == [["amd64"]]
+    assert req(arm_pool, "karpenter.k8s.aws/instance-gpu-name") == [["t4g"]]
+    assert by_kind(objs, "EC2NodeClass", "arm-t4g")["spec"]["amiSelectorTerms"] == [{"ssmParameter": ARM_SSM}]
+    assert by_kind(objs, "EC2NodeClass", "train-h100")["spec"]["amiSelectorTerms"] == [{"ssmParameter": X86_SSM}]
+    assert_crs_valid(objs)
+
+
+def test_one_pool_never_mixes_architectures(arm_type):
+    """A NodePool names exactly one architecture, and its node class the AMI of that one."""
+    (pool,) = [o for o in objects(arm_type) if o["kind"] == "NodePool"]
+    arch = [r for r in pool["spec"]["template"]["spec"]["requirements"] if r["key"] == "kubernetes.io/arch"]
+    assert arch == [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}]
+
+
+def test_a_pinned_ami_alias_serves_both_architectures(arm_type):
+    """Karpenter's al2023@<version> alias resolves the NVIDIA variant per architecture itself."""
+    objs = objects(arm_type, eks_ami_version="v20251103")
+    assert by_kind(objs, "EC2NodeClass", "arm-t4g")["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20251103"}]
+    assert_crs_valid(objs)
+
+
+def test_amd64_types_keep_the_x86_64_ami():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES, cpu_arch
+    for gpu_type in sorted(GPU_TYPES):
+        facts = GPU_TYPES[gpu_type]
+        if not facts["eks_families"]:
+            continue
+        assert cpu_arch(gpu_type) == "amd64", gpu_type
+        pool = normalize_pool({"name": "p", "gpu_type": gpu_type, "gpus_per_node": facts["eks_gpu_counts"][0],
+                               "zones": ["us-east-1a"], "max_nodes": 1})
+        cls = by_kind(objects(pool, eks_kubernetes_version="1.34"), "EC2NodeClass", "p")
+        assert cls["spec"]["amiSelectorTerms"] == [{"ssmParameter": X86_SSM}]
+
+
 def test_pinned_ami_version_renders_the_al2023_alias_without_ami_family():
     """Issue 14: the SSM 'recommended' parameter re-rolls every GPU node on each AMI release; the AL2023
     alias resolves the NVIDIA variant per instance type (Karpenter >= v1.0), so it pins a release."""

@@ -58,3 +58,11 @@ def test_unknown_gpu_type_is_named_once_per_pool_and_files_are_yaml():
     values = yaml.safe_load(files["group_vars/all/gpufleet.yml"])
     assert values["nvidia_driver_version"] == "580.95.05" and values["gpufleet_apply"] is False
     assert "# NOTE: node a100-node-01.example.internal: GPU type unknown" in files["group_vars/all/gpufleet.yml"]
+
+
+def test_a_gb200_product_or_accelerator_label_is_gb200_not_b200():
+    """GFD's product label of a GB200 contains "B200": the GB200 pattern must win; GKE's accelerator name maps too."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.onboard import gpu_type
+    assert gpu_type({"nvidia.com/gpu.product": "NVIDIA-GB200"}) == "gb200"
+    assert gpu_type({"nvidia.com/gpu.product": "NVIDIA-B200"}) == "b200"
+    assert gpu_type({"cloud.google.com/gke-accelerator": "nvidia-gb200"}) == "gb200"

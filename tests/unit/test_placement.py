@@ -162,3 +162,52 @@ def pod(fragment):
         if key in fragment:
             spec[key] = fragment[key]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
+
+
+# gb200 (Grace Blackwell: arm64 hosts). GKE taints Arm nodes kubernetes.io/arch=arm64:NoSchedule by default (GKE API
+# TaintConfig.ArchitectureTaintBehavior, default ARM): the pods select arm64 and tolerate that taint.
+ARM_TOL = {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"}
+GB200 = {"name": "nvl-gb200", "gpu_type": "gb200", "gpus_per_node": 4, "zones": ["us-central1-a"]}
+
+
+def test_gke_gb200_selects_a4x_and_arm64_and_tolerates_the_arm_taint():
+    frag = gpu_pod_placement(GB200, "gke")
+    assert required(frag) == [expr("cloud.google.com/machine-family", "a4x"),
+                              expr("cloud.google.com/gke-accelerator", "nvidia-gb200"),
+                              expr("kubernetes.io/arch", "arm64")]
+    assert ARM_TOL in frag["tolerations"]
+    assert frag["resources"] == {"limits": {"nvidia.com/gpu": 4}}
+    assert_valid(pod(frag))
+
+
+def test_autopilot_and_compute_class_gb200_select_arm64():
+    auto = gpu_pod_placement(GB200, "gke-autopilot")
+    assert auto["nodeSelector"] == {"cloud.google.com/gke-accelerator": "nvidia-gb200", "kubernetes.io/arch": "arm64"}
+    assert ARM_TOL in auto["tolerations"]
+    klass = gpu_pod_placement(dict(GB200, compute_class=True), "gke")
+    assert klass["nodeSelector"] == {"cloud.google.com/compute-class": "nvl-gb200", "kubernetes.io/arch": "arm64"}
+    for frag in (auto, klass):
+        assert_valid(pod(frag))
+
+
+def test_self_managed_gb200_selects_its_pool_and_arm64_without_a_gke_toleration():
+    frag = gpu_pod_placement(GB200, "kubeadm")
+    assert required(frag) == [expr("gpufleet.io/pool", "nvl-gb200"), expr("kubernetes.io/arch", "arm64")]
+    assert ARM_TOL not in frag.get("tolerations", [])
+
+
+@pytest.mark.parametrize("platform", ["gke", "gke-autopilot", "kubeadm"])
+def test_amd64_pools_render_no_arch_selector_or_toleration(platform):
+    """The amd64 default renders exactly as before this field existed (the goldens hold that too)."""
+    frag = gpu_pod_placement({"name": "p", "gpu_type": "b200", "gpus_per_node": 8, "zones": ["us-central1-a"]},
+                             platform)
+    assert "kubernetes.io/arch" not in str(frag)
+
+
+def test_gb200_example_job_and_smoke_job_land_on_arm64():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.smoke import smoke_job
+    pool = normalize_pool(GB200)
+    for job in (example_job(pool, "gke", "img:1", "ns"), smoke_job(pool, "gke", "img:1", "ns", 300)):
+        spec = job["spec"]["template"]["spec"]
+        assert expr("kubernetes.io/arch", "arm64") in required(spec) and ARM_TOL in spec["tolerations"]
+        assert_valid(job)

@@ -14,7 +14,7 @@ import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import addons, gpu_operator
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core import role_specs
-from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES, MULTI_NODE_NVLINK
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.dra import ALLOCATION_LABEL, MIN_KUBERNETES, compute_domain, \
     dra_pools, is_dra, parse_version
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.versions import CHARTS, image_ref, images, with_prefix
@@ -120,14 +120,17 @@ def check(params, plan, problems):
 
 def _check_compute_domains(pools, s, problems):
     """A pool's dra.compute_domain needs the driver's ComputeDomain part and a GPU that can be in a multi-node
-    NVLink domain; the catalog's GPU types do not say whether a host is an NVL32/NVL72 system: warn."""
+    NVLink domain; for most of the catalog's GPU types a host may or may not be in an NVL32/NVL72 system: warn,
+    except for the types sold only in such domains (gpu_catalog MULTI_NODE_NVLINK: gb200)."""
     archs = [name for name in sorted(GPU_TYPES) if GPU_TYPES[name]["arch"] in COMPUTE_DOMAIN_ARCHS]
-    with_domain = []
+    with_domain, sure = [], []
     for i, pool in enumerate(pools):
         if compute_domain(pool) is None:
             continue
         var = "gpufleet_gpu_pools[%d].dra.compute_domain" % i
         with_domain.append(pool["name"])
+        if pool.get("gpu_type") in MULTI_NODE_NVLINK:
+            sure.append(pool["name"])
         if s.get("compute_domains_enabled") is not True:
             problems.error(var, "pool %s asks for a ComputeDomain, but %scompute_domains_enabled is false, so the "
                            "driver's ComputeDomain part (its CRD and controller) is not installed; set it to true, or "
@@ -142,11 +145,13 @@ def _check_compute_domains(pools, s, problems):
             problems.error(var, "pool %s hands out MIG devices (sharing.mode mig), which have no NVLink peer access, so "
                            "they cannot join a ComputeDomain; use sharing.mode none, time-slicing or mps, or drop "
                            "dra.compute_domain" % pool["name"])
-    if with_domain:
+    # a GPU type sold only inside multi-node NVLink domains (gb200: NVL72 racks) needs no warning
+    unsure = [name for name in with_domain if name not in sure]
+    if unsure:
         problems.warn("gpufleet_gpu_pools", "pool(s) %s render a ComputeDomain: its IMEX channels exist only on hosts "
                       "in a multi-node NVLink domain (GB200/GB300 NVL72, GH200 NVL32 class) with nvidia-imex installed; "
                       "elsewhere the driver publishes no channel and a pod claiming one stays pending"
-                      % ", ".join(with_domain))
+                      % ", ".join(unsure))
 
 
 # ------------------------------------------------------------------------------------------ helm values

@@ -28,6 +28,10 @@ OPEN_REQUIRED = ("blackwell",)
 #                                  NAP resourceType, ComputeClass gpu.type); None: not on GKE
 #   gke_machine_family             Compute Engine machine family (cloud.google.com/machine-family)
 #   gke_gpu_counts                 GPUs per VM that the machine family offers for this accelerator
+#   cpu_arch                       the host CPU architecture of the nodes carrying this GPU, as the node
+#                                  label kubernetes.io/arch spells it (amd64 | arm64); added to every
+#                                  type below (default amd64) so that Karpenter's requirement and AMI and
+#                                  the pods' placement follow it
 GPU_TYPES = {
     "t4": {"arch": "turing", "memory_gib": 16,
            "eks_families": ["g4dn"], "eks_gpu_name": "t4", "eks_gpu_counts": [1, 4, 8],
@@ -60,7 +64,27 @@ GPU_TYPES = {
     "b200": {"arch": "blackwell", "memory_gib": 180,
              "eks_families": ["p6-b200"], "eks_gpu_name": "b200", "eks_gpu_counts": [8],
              "gke_accelerator": "nvidia-b200", "gke_machine_family": "a4", "gke_gpu_counts": [8]},
+    # GB200 Grace Blackwell superchip: two Blackwell GPUs and one Grace (Arm Neoverse) CPU per superchip, so
+    # its nodes are arm64. Sources (read 2026-12-03):
+    # - NVIDIA MIG user guide, "Supported GPUs" (docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-gpus.html):
+    #   GB200, Blackwell, GB100, compute capability 10.0, 186GB, up to 7 MIG instances.
+    # - Google Cloud "Accelerator-optimized machine family" (cloud.google.com/compute/docs/accelerator-optimized-machines)
+    #   and "About GPUs in GKE": the A4X series, machine type a4x-highgpu-4g with 4 nvidia-gb200 GPUs; A4X runs
+    #   only on the NVIDIA Grace (Arm) platform (recorded in tests/fixtures/clouds/gce-gpu-machine-types.yml).
+    # - AWS (EC2 API enum InstanceType "p6e-gb200.36xlarge"; AWS Containers blog "Unlocking next-generation AI
+    #   performance with Dynamic Resource Allocation on Amazon EKS and Amazon EC2 P6e-GB200", 2025): P6e-GB200
+    #   UltraServers. Left off EKS here: EC2's GPU name for it (Karpenter label karpenter.k8s.aws/instance-gpu-name)
+    #   and its GPUs per instance are not in AWS's or Karpenter's documentation (Karpenter's instance-type reference
+    #   of 2026-08 has no p6e-gb200 entry), so a NodePool could not be written from facts.
+    "gb200": {"arch": "blackwell", "memory_gib": 186, "cpu_arch": "arm64",
+              "eks_families": [], "eks_gpu_name": None, "eks_gpu_counts": [],
+              "gke_accelerator": "nvidia-gb200", "gke_machine_family": "a4x", "gke_gpu_counts": [4]},
 }
+for _facts in GPU_TYPES.values():
+    _facts.setdefault("cpu_arch", "amd64")
+
+# kubernetes.io/arch values the catalog uses
+CPU_ARCHS = ("amd64", "arm64")
 
 GPU_MANUFACTURER = "nvidia"
 # The GKE platforms share GKE's accelerator names; self-managed clusters take any GPU type.
@@ -93,12 +117,22 @@ def gpu_counts_on(gpu_type, platform):
     return None
 
 
+def cpu_arch(gpu_type):
+    """kubernetes.io/arch of the nodes carrying ``gpu_type`` (amd64 unless the catalog says otherwise)."""
+    return GPU_TYPES[gpu_type].get("cpu_arch", "amd64")
+
+
 def gke_accelerators():
     return sorted(f["gke_accelerator"] for f in GPU_TYPES.values() if f["gke_accelerator"])
 
 
-# MIG is available on these (A100, H100, H200, B200 class)
+# MIG is available on these (A100, H100, H200, B200 class). GB200 is in NVIDIA's list of MIG-capable GPUs,
+# but its profile table (names, memory, counts) was not found in NVIDIA's MIG user guide: left out until it is.
 MIG_CAPABLE = ("a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb", "b200")
+
+# GPU types sold only as members of a multi-node NVLink domain (GB200 NVL72 racks: GCP A4X, AWS P6e-GB200
+# UltraServers), where a DRA ComputeDomain's IMEX channels can span nodes
+MULTI_NODE_NVLINK = ("gb200",)
 
 
 def gpu_type_names():

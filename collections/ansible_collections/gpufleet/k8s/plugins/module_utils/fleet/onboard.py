@@ -25,7 +25,8 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.core.mig import insta
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.render import comment, comments, dump_yaml
 
 PRODUCT_PATTERNS = (  # GFD nvidia.com/gpu.product, most specific first
-    (r"H200", "h200-141gb"), (r"B200", "b200"), (r"H100", "h100-80gb"),
+    # GB200 before B200: GFD's product label for a GB200 (e.g. NVIDIA-GB200) contains "B200" too
+    (r"H200", "h200-141gb"), (r"GB200", "gb200"), (r"B200", "b200"), (r"H100", "h100-80gb"),
     (r"A100.*80GB", "a100-80gb"), (r"A100", "a100-40gb"), (r"L40S", "l40s"), (r"\bL4\b|-L4($|-)", "l4"),
     (r"A10G", "a10g"), (r"V100", "v100"), (r"T4", "t4"),
 )

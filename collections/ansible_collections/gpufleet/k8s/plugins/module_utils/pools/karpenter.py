@@ -9,7 +9,10 @@ API facts (Karpenter v1, karpenter.sh/v1 and karpenter.k8s.aws/v1): NodePool
 EC2NodeClass ``role``, ``amiFamily``, ``amiSelectorTerms`` (required), ``subnetSelectorTerms``,
 ``securityGroupSelectorTerms``, ``kubelet`` (maxPods moved here from the NodePool),
 ``blockDeviceMappings``. GPU pools get the AL2023 NVIDIA AMI through its public SSM parameter;
-the standard AL2023 AMI has no NVIDIA driver.
+the standard AL2023 AMI has no NVIDIA driver. The NodePool's ``kubernetes.io/arch`` requirement and the
+SSM parameter follow the pool's GPU type's CPU architecture (gpu_catalog ``cpu_arch``; one GPU type per
+pool, so a pool never mixes): EKS's "Retrieve recommended Amazon Linux AMI IDs" names
+``amazon-linux-2023/x86_64/nvidia`` and ``amazon-linux-2023/arm64/nvidia``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,7 +21,7 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_MANUFACTURER, GPU_TYPES
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_MANUFACTURER, GPU_TYPES, cpu_arch
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.selfmanaged import pool_node_labels, pool_taints
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import pool_gpu_limit
 
@@ -26,12 +29,15 @@ NODEPOOL_API = "karpenter.sh/v1"
 NODECLASS_API = "karpenter.k8s.aws/v1"
 NODECLASS_GROUP = "karpenter.k8s.aws"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpufleet"}
-NVIDIA_AL2023_SSM = "/aws/service/eks/optimized-ami/%s/amazon-linux-2023/x86_64/nvidia/recommended/image_id"
+NVIDIA_AL2023_SSM_ARCH = "/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/nvidia/recommended/image_id"
+# kubernetes.io/arch -> the architecture part of the EKS AMI's SSM parameter path
+SSM_ARCH = {"amd64": "x86_64", "arm64": "arm64"}
+NVIDIA_AL2023_SSM = NVIDIA_AL2023_SSM_ARCH % ("%s", SSM_ARCH["amd64"])
 ROOT_DEVICE = {"AL2023": "/dev/xvda", "Bottlerocket": "/dev/xvdb"}
 
 
-def nvidia_ami_terms(kubernetes_version):
-    return [{"ssmParameter": NVIDIA_AL2023_SSM % kubernetes_version}]
+def nvidia_ami_terms(kubernetes_version, arch="amd64"):
+    return [{"ssmParameter": NVIDIA_AL2023_SSM_ARCH % (kubernetes_version, SSM_ARCH[arch])}]
 
 
 def discovery_terms(cluster):
@@ -47,7 +53,7 @@ def nodepool(pool):
         {"key": "karpenter.k8s.aws/instance-gpu-manufacturer", "operator": "In", "values": [GPU_MANUFACTURER]},
         {"key": "karpenter.k8s.aws/instance-gpu-name", "operator": "In", "values": [facts["eks_gpu_name"]]},
         {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "In", "values": [str(pool["gpus_per_node"])]},
-        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+        {"key": "kubernetes.io/arch", "operator": "In", "values": [cpu_arch(pool["gpu_type"])]},
         {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
     ]
     limits = {}
@@ -95,18 +101,19 @@ def nodepool_budgets(budgets):
     return out
 
 
-def default_ami_terms(settings):
+def default_ami_terms(settings, arch="amd64"):
     """A pinned AL2023 release (``gpu_pools_eks_ami_version``) as Karpenter's alias, which resolves
-    the NVIDIA variant per GPU instance type; otherwise the recommended NVIDIA AMI's SSM parameter,
-    which moves with every AMI release (Karpenter then drifts every GPU node onto it)."""
+    the NVIDIA variant per GPU instance type and architecture; otherwise the recommended NVIDIA AMI's
+    SSM parameter for ``arch``, which moves with every AMI release (Karpenter then drifts every GPU node
+    onto it)."""
     if settings.get("eks_ami_version"):
         return [{"alias": "al2023@%s" % settings["eks_ami_version"]}]
-    return nvidia_ami_terms(settings["eks_kubernetes_version"])
+    return nvidia_ami_terms(settings["eks_kubernetes_version"], arch)
 
 
 def ec2nodeclass(pool, settings, cluster):
     family = settings["eks_ami_family"]
-    terms = pool.get("ami_selector_terms") or settings["eks_ami_selector_terms"] or default_ami_terms(settings)
+    terms = pool.get("ami_selector_terms") or settings["eks_ami_selector_terms"] or default_ami_terms(settings, cpu_arch(pool["gpu_type"]))
     spec = {
         "role": settings["eks_node_role"] or "KarpenterNodeRole-%s" % cluster,
         "amiFamily": family,

@@ -12,7 +12,10 @@ GKE ``cloud.google.com/machine-family``, ``cloud.google.com/gke-accelerator``,
 ``cloud.google.com/gke-spot`` (spot nodes carry the taint ``cloud.google.com/gke-spot=true:
 NoSchedule``); EKS Karpenter ``karpenter.k8s.aws/instance-family``,
 ``karpenter.k8s.aws/instance-gpu-name``, ``karpenter.sh/capacity-type``; self-managed
-``gpufleet.io/pool``.
+``gpufleet.io/pool``. A pool whose GPU type sits on non-amd64 hosts (gpu_catalog ``cpu_arch``, e.g. gb200 on
+Grace: arm64) also selects ``kubernetes.io/arch`` and, on GKE, tolerates the taint GKE puts on Arm nodes by
+default (``kubernetes.io/arch=arm64:NoSchedule``; GKE API TaintConfig.ArchitectureTaintBehavior, default ARM);
+amd64 pools render as before.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -23,7 +26,7 @@ import copy
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.gpu_access import GKE_PLATFORMS, gke_sharing_selector
-from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES, cpu_arch
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.selfmanaged import POOL_LABEL
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.dra import pod_claims
 
@@ -32,6 +35,8 @@ SHARED_RESOURCE = "nvidia.com/gpu.shared"
 GKE_SPOT_TOLERATION = {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true",
                        "effect": "NoSchedule"}
 COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"
+ARCH_LABEL = "kubernetes.io/arch"
+DEFAULT_ARCH = "amd64"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 
 
@@ -65,7 +70,17 @@ def _expr(key, values):
     return {"key": key, "operator": "In", "values": [str(v) for v in values]}
 
 
+def _arch_selector(pool):
+    """``{kubernetes.io/arch: <arch>}`` for a pool on non-amd64 hosts, else nothing (amd64 output unchanged)."""
+    arch = cpu_arch(pool["gpu_type"])
+    return {} if arch == DEFAULT_ARCH else {ARCH_LABEL: arch}
+
+
 def _node_expressions(pool, platform):
+    return _platform_expressions(pool, platform) + [_expr(k, [v]) for k, v in sorted(_arch_selector(pool).items())]
+
+
+def _platform_expressions(pool, platform):
     facts = GPU_TYPES[pool["gpu_type"]]
     caps = pool.get("capacity_types") or ["on-demand"]
     if platform == "gke":
@@ -93,6 +108,9 @@ def _tolerations(pool, platform):
         out.append(dict(GKE_SPOT_TOLERATION))
     if platform in ("gke", "gke-autopilot") and pool.get("compute_class"):
         out.append({"key": COMPUTE_CLASS_LABEL, "operator": "Equal", "value": pool["name"], "effect": "NoSchedule"})
+    arch = _arch_selector(pool).get(ARCH_LABEL)
+    if platform in ("gke", "gke-autopilot") and arch == "arm64":
+        out.append({"key": ARCH_LABEL, "operator": "Equal", "value": arch, "effect": "NoSchedule"})
     return out
 
 
@@ -122,11 +140,13 @@ def placement(pool, platform, gpus=None, runtime_class=None):
         # nodes the class creates, so the pod asks for exactly what those nodes carry and never
         # lands on an unshared node of the class.
         out["nodeSelector"] = dict({COMPUTE_CLASS_LABEL: pool["name"]}, **gke_sharing_selector(pool))
+        out["nodeSelector"].update(_arch_selector(pool))
     elif platform == "gke-autopilot":
         selector = {"cloud.google.com/gke-accelerator": facts["gke_accelerator"]}
         if pool.get("capacity_types") == ["spot"]:
             selector["cloud.google.com/gke-spot"] = "true"
         selector.update(gke_sharing_selector(pool))
+        selector.update(_arch_selector(pool))
         out["nodeSelector"] = selector
     else:
         out["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
