@@ -59,6 +59,11 @@ BAD = [
     ("595-on-volta", {"nvidia_driver_version": "595"}, V100, "nvidia_driver_version", "R580 is their last branch"),
     ("old-branch-on-blackwell", {"nvidia_driver_version": "535", "gpufleet_allow_eol_driver": True}, B200,
      "nvidia_driver_version", "does not support blackwell"),
+    # GB200 (PCI ID 0x2941) first appears in R570's list of GPUs the open modules support
+    ("old-branch-on-gb200", {"nvidia_driver_version": "535", "gpufleet_allow_eol_driver": True},
+     [{"name": "nvl", "gpu_type": "gb200"}], "nvidia_driver_version", "does not support blackwell"),
+    ("proprietary-on-gb200", {"nvidia_driver_flavour": "proprietary"}, [{"name": "nvl", "gpu_type": "gb200"}],
+     "nvidia_driver_flavour", "blackwell GPUs need the open kernel modules"),
     ("cuda13-on-570", {"nvidia_driver_version": "570", "gpufleet_allow_eol_driver": True,
                        "nvidia_driver_cuda_version": "13.0"}, None, "nvidia_driver_cuda_version", "needs a driver >= 580"),
     ("cuda12-on-470", {"nvidia_driver_version": "470", "gpufleet_allow_eol_driver": True,

@@ -138,3 +138,11 @@ def test_onprem_and_unknown_types_pass_untouched():
 def test_type_not_on_the_cloud():
     problems = check({"name": "p", "gpu_type": "l40s"}, {"name": "x", "cloud": "gcp", "region": "us-central1"})
     assert "l40s is not offered on gcp at all" in problems.errors[0]
+
+
+def test_gb200_is_unrecorded_on_gcp_and_refused_on_aws():
+    """No regional offering of nvidia-gb200 (A4X) is recorded: a warning on GCP; EKS has no gb200 at all."""
+    gcp = check({"name": "p", "gpu_type": "gb200"}, {"name": "x", "cloud": "gcp", "region": "us-central1"})
+    assert gcp.errors == [] and "nvidia-gb200" in gcp.warnings[0] and "not checked" in gcp.warnings[0]
+    aws = check({"name": "p", "gpu_type": "gb200"}, {"name": "x", "cloud": "aws", "region": "us-east-1"})
+    assert aws.warnings == [] and "not offered on aws at all" in aws.errors[0]

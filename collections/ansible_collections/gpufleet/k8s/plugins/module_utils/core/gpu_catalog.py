@@ -68,6 +68,9 @@ GPU_TYPES = {
     # its nodes are arm64. Sources (read 2026-12-03):
     # - NVIDIA MIG user guide, "Supported GPUs" (docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-gpus.html):
     #   GB200, Blackwell, GB100, compute capability 10.0, 186GB, up to 7 MIG instances.
+    # - Driver: Blackwell, so open kernel modules only and R570 or newer (driver_compat); GB200's PCI ID 0x2941 is
+    #   first in R570's list of GPUs the open modules support (awslabs/amazon-eks-ami
+    #   templates/al2023/runtime/gpu/nvidia-open-supported-devices-{555,560,570}.txt, 2026-07).
     # - Google Cloud "Accelerator-optimized machine family" (cloud.google.com/compute/docs/accelerator-optimized-machines)
     #   and "About GPUs in GKE": the A4X series, machine type a4x-highgpu-4g with 4 nvidia-gb200 GPUs; A4X runs
     #   only on the NVIDIA Grace (Arm) platform (recorded in tests/fixtures/clouds/gce-gpu-machine-types.yml).
