@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model import dra
-from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import dra_driver
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import addons, dra_driver
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import mirror_manifest, mirror_scripts
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core import versions
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import device_plugin_objects, plugin_configs
@@ -131,6 +131,20 @@ def test_driver_values_select_the_dra_pools_nodes_and_pin_the_image():
     assert values["resources"] == {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}}
     assert values["gpuResourcesEnabledOverride"] is True
     assert values["nvidiaDriverRoot"] == "/"
+
+
+ARM_TOL = {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"}
+
+
+def test_gpu_node_agents_tolerate_the_arm_taint_only_with_an_arm64_pool():
+    """gb200 nodes are arm64, and GKE taints Arm nodes kubernetes.io/arch=arm64:NoSchedule: the DRA kubelet plugin
+    and the GPU node agents (device plugin, dcgm-exporter, NFD, operator) must tolerate it to run there."""
+    gb200 = dict(DRA, name="nvl", gpu_type="gb200", gpus_per_node=4)
+    values = dra_driver.driver_values(plan_of(gb200, platform="gke"), {})
+    assert ARM_TOL in values["kubeletPlugin"]["tolerations"]
+    assert ARM_TOL in addons.gpu_tolerations(plan_of(gb200, {"name": "p", "gpu_type": "l4"}))
+    assert ARM_TOL not in addons.gpu_tolerations(plan_of(DRA, {"name": "p", "gpu_type": "l4"}))
+    assert ARM_TOL not in dra_driver.driver_values(plan_of(DRA, platform="gke"), {})["kubeletPlugin"]["tolerations"]
 
 
 def test_driver_values_follow_the_settings_and_platform():

@@ -18,6 +18,7 @@ import copy
 import json
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core import role_specs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import pool_archs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.mirror_urls import apply_to_addons
 
 # The roles whose inputs the add-ons read (their defaults come from their argument specs).
@@ -117,9 +118,17 @@ def labels(name, component=None):
 UNHEALTHY_TOLERATION = {"key": "gpufleet.io/gpu-unhealthy", "operator": "Exists", "effect": "NoSchedule"}
 
 
+def arch_tolerations(pools):
+    """For pools on non-amd64 hosts (gb200: arm64): the ``kubernetes.io/arch=<arch>:NoSchedule`` taint GKE puts
+    on Arm nodes by default (GKE API TaintConfig.ArchitectureTaintBehavior); nothing for amd64-only pools."""
+    return [{"key": "kubernetes.io/arch", "operator": "Equal", "value": arch, "effect": "NoSchedule"}
+            for arch in pool_archs(pools)]
+
+
 def gpu_tolerations(plan, extra_tolerations=()):
     """The GPU node agents' tolerations: ``nvidia.com/gpu``, CriticalAddonsOnly, GPU health remediation's
-    taint, plus every pool taint (operator Exists, so any value matches)."""
+    taint, plus every pool taint (operator Exists, so any value matches) and the Arm node taint where a pool's
+    GPU type is on arm64 hosts."""
     out = [dict(GPU_TOLERATION), {"key": "CriticalAddonsOnly", "operator": "Exists"}, dict(UNHEALTHY_TOLERATION)]
     seen = {(t["key"], t.get("effect")) for t in out}
     for pool in plan.get("pools") or []:
@@ -128,6 +137,7 @@ def gpu_tolerations(plan, extra_tolerations=()):
             if key not in seen:
                 seen.add(key)
                 out.append({"key": taint["key"], "operator": "Exists", "effect": taint["effect"]})
+    out.extend(arch_tolerations(plan.get("pools")))
     for tol in extra_tolerations or []:
         if tol not in out:
             out.append(dict(tol))

@@ -187,7 +187,7 @@ def tolerations(pools):
             item = {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}
             if item not in out:
                 out.append(item)
-    return out
+    return out + addons.arch_tolerations(dra_pools(pools))
 
 
 def driver_values(plan, extra):

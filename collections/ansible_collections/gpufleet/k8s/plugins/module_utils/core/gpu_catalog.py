@@ -125,6 +125,12 @@ def cpu_arch(gpu_type):
     return GPU_TYPES[gpu_type].get("cpu_arch", "amd64")
 
 
+def pool_archs(pools):
+    """The non-amd64 kubernetes.io/arch values of ``pools``' GPU types (unknown types skipped), sorted."""
+    return sorted({cpu_arch(p["gpu_type"]) for p in pools or [] if isinstance(p, dict) and p.get("gpu_type") in GPU_TYPES}
+                  - {"amd64"})
+
+
 def gke_accelerators():
     return sorted(f["gke_accelerator"] for f in GPU_TYPES.values() if f["gke_accelerator"])
 
