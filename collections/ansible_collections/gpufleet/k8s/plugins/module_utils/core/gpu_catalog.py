@@ -72,8 +72,10 @@ GPU_TYPES = {
     #   first in R570's list of GPUs the open modules support (awslabs/amazon-eks-ami
     #   templates/al2023/runtime/gpu/nvidia-open-supported-devices-{555,560,570}.txt, 2026-07).
     # - Google Cloud "Accelerator-optimized machine family" (cloud.google.com/compute/docs/accelerator-optimized-machines)
-    #   and "About GPUs in GKE": the A4X series, machine type a4x-highgpu-4g with 4 nvidia-gb200 GPUs; A4X runs
-    #   only on the NVIDIA Grace (Arm) platform (recorded in tests/fixtures/clouds/gce-gpu-machine-types.yml).
+    #   lists the A4X series; a4x-highgpu-4g with 4 nvidia-gb200 (186 GB) is as recorded from the GCP docs on
+    #   2026-12-01 in tests/fixtures/clouds/gce-gpu-machine-types.yml. Grace is an Arm CPU (AWS blog below: the GB200
+    #   superchip pairs two Blackwell GPUs with a Grace CPU; GCP's A4X Max page: "only available on the NVIDIA Grace
+    #   platform"), hence arm64 nodes.
     # - AWS (EC2 API enum InstanceType "p6e-gb200.36xlarge"; AWS Containers blog "Unlocking next-generation AI
     #   performance with Dynamic Resource Allocation on Amazon EKS and Amazon EC2 P6e-GB200", 2025): P6e-GB200
     #   UltraServers. Left off EKS here: EC2's GPU name for it (Karpenter label karpenter.k8s.aws/instance-gpu-name)
