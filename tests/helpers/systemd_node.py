@@ -87,6 +87,15 @@ def boot_rebootable(name, work):
     shell(name, "systemctl daemon-reload && systemctl enable --now standin-boot-id.service 2>/dev/null")
 
 
+def install_standin(name, script, dest="/usr/local/bin/nvidia-smi"):
+    """Install the STAND-IN ``script`` (a file of tests/standin) at ``dest`` in the container ``name``, executable,
+    with the state module the stand-ins import (tests/standin/standin_state.py) next to it."""
+    folder = os.path.join(ROOT, "tests", "standin")
+    podman("cp", os.path.join(folder, script), name + ":" + dest)
+    podman("cp", os.path.join(folder, "standin_state.py"), "%s:%s/standin_state.py" % (name, os.path.dirname(dest)))
+    shell(name, "chmod 755 " + dest)
+
+
 def boot_id(name):
     return shell(name, "cat /proc/sys/kernel/random/boot_id").stdout.strip()
 

@@ -7,12 +7,10 @@ systemd container. STAND-IN (no GPU here): tests/standin/nvidia-smi-mig.py as th
 GPUs, MIG state in a JSON file, the documented output formats).
 """
 import json
-import os
 
 import pytest
 
-from ansible_run import ROOT
-from systemd_node import boot, converge, per_worker, podman, remove, shell_of
+from systemd_node import boot, converge, install_standin, per_worker, remove, shell_of
 
 NODE = per_worker("gpufleet-i28-migdrain")
 NS = "ml"
@@ -34,8 +32,7 @@ def setup(control_plane, tmp_path_factory):
     cp = control_plane
     work = tmp_path_factory.mktemp("migdrain")
     boot(NODE)
-    podman("cp", os.path.join(ROOT, "tests", "standin", "nvidia-smi-mig.py"), NODE + ":/usr/local/bin/nvidia-smi")
-    sh("chmod 755 /usr/local/bin/nvidia-smi")
+    install_standin(NODE, "nvidia-smi-mig.py")
     (work / "hosts.yml").write_text(
         "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"
         "      ansible_python_interpreter: \"{{ ansible_playbook_python }}\"\n"

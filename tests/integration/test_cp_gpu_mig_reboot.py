@@ -12,12 +12,10 @@ and a boot id per container start (systemd_node.boot_rebootable: a container sha
 by which ansible.builtin.reboot and the stand-in tell that the host rebooted).
 """
 import json
-import os
 
 import pytest
 
-from ansible_run import ROOT
-from systemd_node import boot_id as node_boot_id, boot_rebootable, converge, per_worker, podman, remove, shell_of
+from systemd_node import boot_id as node_boot_id, boot_rebootable, converge, install_standin, per_worker, remove, shell_of
 
 NODE = per_worker("gpufleet-i28-migboot")
 NS = "ml"
@@ -44,8 +42,8 @@ def setup(control_plane, tmp_path_factory):
     cp = control_plane
     work = tmp_path_factory.mktemp("migreboot")
     boot_rebootable(NODE, work)
-    podman("cp", os.path.join(ROOT, "tests", "standin", "nvidia-smi-mig.py"), NODE + ":/usr/local/bin/nvidia-smi")
-    sh("chmod 755 /usr/local/bin/nvidia-smi && nvidia-smi --query-gpu=index --format=csv,noheader >/dev/null"
+    install_standin(NODE, "nvidia-smi-mig.py")
+    sh("nvidia-smi --query-gpu=index --format=csv,noheader >/dev/null"
        " && python3 -c \"%s\"" % VM_GPUS)
     (work / "hosts.yml").write_text(
         "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"

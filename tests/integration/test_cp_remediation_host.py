@@ -20,7 +20,7 @@ import pytest
 
 from ansible_run import ROOT, run_site
 from cp_nodes import cluster_inventory
-from systemd_node import boot_id, boot_rebootable, per_worker, podman, remove, shell_of
+from systemd_node import boot_id, boot_rebootable, install_standin, per_worker, podman, remove, shell_of
 
 NODE = per_worker("gpufleet-i29-heal")
 TAINT = "gpufleet.io/gpu-unhealthy"
@@ -42,8 +42,8 @@ def host(control_plane, tmp_path_factory):
     cp = control_plane
     work = tmp_path_factory.mktemp("heal")
     boot_rebootable(NODE, work)
-    podman("cp", os.path.join(ROOT, "tests", "standin", "nvidia-smi-health.py"), NODE + ":/usr/local/bin/nvidia-smi")
-    sh("mkdir -p /usr/share/nvidia-smi-standin && chmod 755 /usr/local/bin/nvidia-smi")
+    install_standin(NODE, "nvidia-smi-health.py")
+    sh("mkdir -p /usr/share/nvidia-smi-standin")
     podman("cp", os.path.join(ROOT, "tests", "fixtures", "nvidia-smi", "h200-580-recorded.xml"),
            NODE + ":/usr/share/nvidia-smi-standin/h200.xml")
     sh("nvidia-smi -q -x >/dev/null")   # creates the stand-in's state: two healthy H200s

@@ -7,13 +7,12 @@ as /usr/local/bin/nvidia-smi, two H200 GPUs whose MIG state lives in a JSON file
 documented nvidia-smi formats; a containerd.service that only runs /bin/true, to check the ordering.
 """
 import json
-import os
 import time
 
 import pytest
 
-from ansible_run import CHECKOUT_PATHS, ROOT, recap, run_playbook
-from systemd_node import boot, per_worker, podman, podman_inventory, remove, shell_of
+from ansible_run import CHECKOUT_PATHS, recap, run_playbook
+from systemd_node import boot, install_standin, per_worker, podman, podman_inventory, remove, shell_of
 
 NODE = per_worker("gpufleet-i28-mig")
 STATE = "/var/lib/nvidia-smi-standin/state.json"
@@ -44,10 +43,10 @@ WantedBy=multi-user.target
 def node(tmp_path_factory):
     work = tmp_path_factory.mktemp("mig")
     boot(NODE)
-    podman("cp", os.path.join(ROOT, "tests", "standin", "nvidia-smi-mig.py"), NODE + ":/usr/local/bin/nvidia-smi")
+    install_standin(NODE, "nvidia-smi-mig.py")
     (work / "containerd.service").write_text(CONTAINERD_STANDIN)
     podman("cp", str(work / "containerd.service"), NODE + ":/etc/systemd/system/containerd.service")
-    sh("chmod 755 /usr/local/bin/nvidia-smi && systemctl daemon-reload && systemctl enable containerd.service"
+    sh("systemctl daemon-reload && systemctl enable containerd.service"
        " 2>/dev/null && nvidia-smi --query-gpu=index --format=csv,noheader >/dev/null")
     inv = podman_inventory(work / "hosts.yml", NODE)
     (work / "mig.yml").write_text(PLAYBOOK)

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from systemd_node import (DEBIAN12_DRIVER, NODE_STAGE_VARS, converge, per_worker, podman, remove, shell_of,
+from systemd_node import (DEBIAN12_DRIVER, NODE_STAGE_VARS, converge, install_standin, per_worker, remove, shell_of,
                          toolkit_node)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -36,8 +36,7 @@ def pools(profile=None):
 def node(tmp_path_factory):
     work = tmp_path_factory.mktemp("migstage")
     toolkit_node(NODE, work)
-    podman("cp", os.path.join(ROOT, "tests", "standin", "nvidia-smi-mig.py"), NODE + ":" + STANDIN)
-    sh("chmod 755 " + STANDIN)
+    install_standin(NODE, "nvidia-smi-mig.py", STANDIN)
     text = NODE_STAGE_VARS % {"driver": DEBIAN12_DRIVER, "cluster": "migstage", "name": NODE}
     text = text.replace("    gpufleet_gpu_pools: [{name: infer-t4, gpu_type: t4, node_group: gpu_nodes}]\n",
                         "    gpufleet_gpu_pools: %s\n" % json.dumps(pools("1g.18gb")))

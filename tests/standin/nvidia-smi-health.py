@@ -19,21 +19,16 @@ State: $NVIDIA_SMI_STANDIN_STATE (default /var/lib/nvidia-smi-standin/health.jso
 persistence on, healthy. Every command that changes something is appended to <state>.log.
 """
 import copy
-import json
 import os
 import sys
 import xml.etree.ElementTree as ET
 
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+from standin_state import StateFile, boot_id  # noqa: E402 (installed next to this file)
+
 STATE = os.environ.get("NVIDIA_SMI_STANDIN_STATE", "/var/lib/nvidia-smi-standin/health.json")
+STORE = StateFile(STATE)
 XML = os.environ.get("NVIDIA_SMI_STANDIN_XML", "/usr/share/nvidia-smi-standin/h200.xml")
-
-
-def boot_id():
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as handle:
-            return handle.read().strip()
-    except OSError:
-        return ""
 
 
 def heal(gpu):
@@ -42,32 +37,25 @@ def heal(gpu):
 
 
 def save(state):
-    os.makedirs(os.path.dirname(STATE), exist_ok=True)
-    with open(STATE + ".tmp", "w") as handle:
-        json.dump(state, handle, indent=1, sort_keys=True)
-    os.replace(STATE + ".tmp", STATE)
+    STORE.save(state)
 
 
 def log(line):
-    with open(STATE + ".log", "a") as handle:
-        handle.write(line + "\n")
+    STORE.log(line)
 
 
 def load():
-    if not os.path.exists(STATE):
+    if not STORE.exists():
         gpus = [{"bus": "00000000:%02X:00.0" % (0x18 + i), "uuid": "GPU-5tand1n0-0000-4000-8000-00000000001%d" % i,
                  "persistence": True, "dbe": 0, "remap_pending": False, "lost": False} for i in range(2)]
         save({"gpus": gpus, "clients": [], "boot_id": boot_id()})
-    with open(STATE) as handle:
-        state = json.load(handle)
-    if state.get("boot_id", boot_id()) != boot_id():
+    state = STORE.read()
+    if STORE.rebooted(state):
         for gpu in state["gpus"]:
             heal(gpu)
             gpu["lost"] = False
             gpu["persistence"] = True
         state["clients"] = []
-        state["boot_id"] = boot_id()
-        log("# reboot: boot id %s" % boot_id())
         save(state)
     return state
 

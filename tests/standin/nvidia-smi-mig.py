@@ -16,11 +16,14 @@ State file: $NVIDIA_SMI_STANDIN_STATE (default /var/lib/nvidia-smi-standin/state
 $NVIDIA_SMI_STANDIN_GPUS (default 2) H200 GPUs, MIG disabled. Every command that changes something
 is appended to <state>.log.
 """
-import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+from standin_state import StateFile, boot_id  # noqa: E402 (installed next to this file)
+
 STATE = os.environ.get("NVIDIA_SMI_STANDIN_STATE", "/var/lib/nvidia-smi-standin/state.json")
+STORE = StateFile(STATE)
 
 # H200 GPU instance profiles: (name, profile id, most instances, memory GiB, compute slices, memory slices)
 H200 = [("1g.18gb", 19, 7, "16.00", 1, 1), ("1g.18gb+me", 20, 1, "16.00", 1, 1), ("1g.35gb", 15, 4, "32.50", 1, 2),
@@ -35,44 +38,28 @@ STARTS = {"1g.18gb": [0, 1, 2, 3, 4, 5, 6], "1g.18gb+me": [0, 1, 2, 3, 4, 5, 6],
 CI_ID = {1: 0, 2: 1, 3: 2, 4: 3, 7: 4}
 
 
-def boot_id():
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as handle:
-            return handle.read().strip()
-    except OSError:
-        return ""
-
-
 def load():
-    if not os.path.exists(STATE):
+    if not STORE.exists():
         count = int(os.environ.get("NVIDIA_SMI_STANDIN_GPUS", "2"))
         gpus = [{"name": "NVIDIA H200", "uuid": "GPU-5tand1n0-0000-4000-8000-00000000000%d" % i,
                  "bus": "00000000:%02X:00.0" % (0x18 + i), "mig": False, "mig_pending": False, "needs_reset": False,
                  "reset_supported": True, "gis": []} for i in range(count)]
         save({"gpus": gpus, "next_gi": 1, "boot_id": boot_id()})
-    with open(STATE) as handle:
-        state = json.load(handle)
-    if state.get("boot_id", boot_id()) != boot_id():   # the host rebooted since the last call
+    state = STORE.read()
+    if STORE.rebooted(state):   # the host rebooted since the last call
         for gpu in state["gpus"]:
             gpu["mig"] = gpu["mig_pending"]
             gpu["gis"] = []
-        with open(STATE + ".log", "a") as handle:
-            handle.write("# reboot: boot id %s\n" % boot_id())
-        state["boot_id"] = boot_id()
         save(state)
     return state
 
 
 def save(state):
-    os.makedirs(os.path.dirname(STATE), exist_ok=True)
-    with open(STATE + ".tmp", "w") as handle:
-        json.dump(state, handle, indent=1, sort_keys=True)
-    os.replace(STATE + ".tmp", STATE)
+    STORE.save(state)
 
 
 def log(argv):
-    with open(STATE + ".log", "a") as handle:
-        handle.write("nvidia-smi " + " ".join(argv) + "\n")
+    STORE.log("nvidia-smi " + " ".join(argv))
 
 
 def fail(msg, rc=6):
