@@ -18,7 +18,7 @@ import os
 
 import pytest
 
-from ansible_run import ROOT, run_site
+from ansible_run import ROOT, recap, run_site
 from cp_nodes import cluster_inventory
 from systemd_node import boot_id, boot_rebootable, install_standin, per_worker, podman, remove, shell_of
 
@@ -159,6 +159,14 @@ def test_healthy_after_the_reset_the_node_is_given_back(host):
     assert rc == 0, out[-4000:]
     assert node_state(cp) == {"tainted": False, "cordoned": False, "record": None}
     assert report(host)["decision"] == "restore" and smi_log() == []
+    # the runs after that change nothing on the cluster or the host (the first rewrites the report: restore -> none),
+    # and the one after it nothing at all
+    for _run in range(2):
+        rc, out = remediate(host, "-e", "gpu_remediation_dry_run=false")
+        assert rc == 0, out[-4000:]
+        assert recap(out, NODE)["changed"] == 0 and smi_log() == [], out[-3000:]
+        assert node_state(cp) == {"tainted": False, "cordoned": False, "record": None}
+    assert recap(out)["changed"] == 0 and report(host)["decision"] == "none", out[-3000:]
 
 
 def test_a_refused_reset_is_followed_by_a_reboot(host):
