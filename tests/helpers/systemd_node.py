@@ -74,17 +74,36 @@ ExecStart=/bin/sh -c 'cat /proc/sys/kernel/random/uuid > /run/standin-boot-id &&
 WantedBy=sysinit.target
 """
 
+# ansible.builtin.reboot runs `shutdown -r 0 ...`. Over SSH, a host that goes down under that command drops the
+# connection, which the reboot action expects and handles. Over podman exec, a container that stops under it
+# may lose the exec session instead, and podman then reports a failed command ("exec died event ... not found":
+# seen in CI), which the reboot action reports as "Reboot command failed". This STAND-IN shutdown hands the real
+# one (systemctl, by the name `shutdown`, with the same arguments) to a transient systemd timer one second later
+# and returns at once, as the real command returns once the reboot is scheduled.
+SHUTDOWN_STANDIN = """#!/bin/sh
+# STAND-IN (gpufleet tests): the real shutdown, one second later, so that the podman exec returns first.
+exec systemd-run --quiet --collect --on-active=1 /usr/local/lib/standin-shutdown/shutdown "$@"
+"""
+
 
 def boot_rebootable(name, work):
     """Boot the systemd node ``name`` so that ansible.builtin.reboot works on it: podman's restart policy boots
     it again after ``shutdown -r``, and standin-boot-id.service (BOOT_ID_STANDIN, written under ``work``)
-    gives each boot its own boot id. Runs --privileged for that bind mount."""
+    gives each boot its own boot id, and SHUTDOWN_STANDIN lets the podman exec of ``shutdown -r`` return before the
+    container stops. Runs --privileged for that bind mount."""
     boot(name, "--privileged", "--restart=always")
     unit = os.path.join(str(work), "standin-boot-id.service")
     with open(unit, "w") as handle:
         handle.write(BOOT_ID_STANDIN)
     podman("cp", unit, name + ":/etc/systemd/system/standin-boot-id.service")
     shell(name, "systemctl daemon-reload && systemctl enable --now standin-boot-id.service 2>/dev/null")
+    script = os.path.join(str(work), "standin-shutdown")
+    with open(script, "w") as handle:
+        handle.write(SHUTDOWN_STANDIN)
+    shell(name, "mkdir -p /usr/local/lib/standin-shutdown && ln -sf /bin/systemctl /usr/local/lib/standin-shutdown/shutdown"
+          " && rm -f /usr/sbin/shutdown")
+    podman("cp", script, name + ":/usr/sbin/shutdown")
+    shell(name, "chmod 755 /usr/sbin/shutdown")
 
 
 def install_standin(name, script, dest="/usr/local/bin/nvidia-smi"):
