@@ -59,3 +59,24 @@ def test_migration_playbook_gives_a_cpu_pool_no_gpu_ami(tmp_path):
                         classes[doc["metadata"]["name"]] = doc["spec"]["amiSelectorTerms"]
     assert classes["general"] == [{"alias": "al2023@latest"}]
     assert "nvidia" in classes["gpu"][0]["ssmParameter"]
+
+
+def test_a_plan_given_as_an_extra_var_is_refused_before_preflight_could_be_skipped(tmp_path):
+    """An extra var wins over set_fact: ``-e gpufleet_plan=...`` used to stand for the plan and skip preflight
+    (here an inventory without gpufleet_platform would have rendered on the forged plan). Inline and as @file."""
+    inventory = tmp_path / "inv"
+    shutil.copytree(BAD_INPUT_INVENTORY, str(inventory))
+    group_vars = inventory / "group_vars" / "all" / "gpufleet.yml"
+    values = yaml.safe_load(group_vars.read_text())
+    del values["gpufleet_platform"]
+    group_vars.write_text(yaml.safe_dump(values))
+    forged = {"gpufleet_plan": {"platform": "kubeadm", "apply": False, "pools": [], "build_dir": str(tmp_path / "b")}}
+    extra_file = tmp_path / "extra.yml"
+    extra_file.write_text(yaml.safe_dump(forged))
+    for given in (yaml.safe_dump(forged, default_flow_style=True).strip(), "@%s" % extra_file):
+        rc, out = run_site(str(tmp_path / "build"), *TODAY_VARS, "-e", given, inventory=str(inventory))
+        out = re.sub(r"\s+", " ", out)
+        assert rc != 0
+        assert "gpufleet_plan was given as an extra var (-e)" in out, out[-3000:]
+        assert "Refuse a plan given as an extra var" in out
+        assert not (tmp_path / "build").exists() and not (tmp_path / "b").exists()
