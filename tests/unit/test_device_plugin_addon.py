@@ -166,7 +166,8 @@ def test_optional_nfd_is_off_by_default_and_schema_valid_when_on():
     worker = by_kind_name(objs)[("DaemonSet", "nfd-worker")]["spec"]["template"]["spec"]
     assert any(v["hostPath"]["path"] == "/etc/kubernetes/node-feature-discovery/features.d"
                for v in worker["volumes"] if "hostPath" in v)
-    assert worker["containers"][0]["image"] == "registry.k8s.io/nfd/node-feature-discovery:v0.19.0"
+    assert worker["containers"][0]["image"] == ("registry.k8s.io/nfd/node-feature-discovery:v0.19.0"
+                                                  "@sha256:2fa1c99ad09bdf2c8ad97706a4ad2fd548c84d5ecd70ba32a6152c667b96c4d2")
 
 
 SHARING = [{"mode": "none"}, {"mode": "time-slicing", "replicas": 2}, {"mode": "time-slicing", "replicas": 16},

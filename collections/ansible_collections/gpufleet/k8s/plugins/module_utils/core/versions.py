@@ -17,7 +17,10 @@ were compared with NFD's deployment/base and Helm chart at tag v0.19.0 (issue 30
 worker's rules, command, config file, ports, probes and host mounts gpufleet uses are unchanged from
 v0.18.2 (v0.19.0 fixes the chart's nodefeaturegroups/status typo gpufleet never had, drops CPU limits,
 adds GOMEMLIMIT, and gives the worker an optional Node owner reference that needs nodes get, which
-gpufleet does not turn on). No published digest of v0.19.0 was found (docs/security.md).
+gpufleet does not turn on). NFD's digest is the one the Kubernetes image promoter published it under:
+kubernetes/k8s.io pull request #9697 ("Promote NFD v0.19.0", merged 2026-07-10), whose
+registry.k8s.io/images/k8s-staging-nfd/images.yaml maps sha256:2fa1c99a...c4d2 to v0.19.0 and v0.19.0-minimal
+(built from the signed tag v0.19.0, 45d276ed9; NFD builds linux/amd64 and linux/arm64, so the tag is an index).
 
 Digests (issue 30 item 7) are the ones NVIDIA publishes for the same tags in the GPU Operator's OLM
 bundle (bundle/manifests/gpu-operator-certified.clusterserviceversion.yaml, relatedImages, at tag
@@ -42,7 +45,9 @@ IMAGES = {
     # distroless: NVIDIA publishes 4.6.0-4.8.3 only in this variant (no shell in the image)
     "dcgm_exporter": {"repository": "nvcr.io/nvidia/k8s/dcgm-exporter", "tag": "4.6.0-4.8.3-distroless",
                       "digest": "sha256:613ab03c11d442fd960ff515f547e9921537454a712d08160bc8f677f89f1c35"},
-    "nfd": {"repository": "registry.k8s.io/nfd/node-feature-discovery", "tag": "v0.19.0", "digest": ""},
+    # digest: registry.k8s.io's image promoter manifest (kubernetes/k8s.io #9697), the tag's own digest
+    "nfd": {"repository": "registry.k8s.io/nfd/node-feature-discovery", "tag": "v0.19.0",
+            "digest": "sha256:2fa1c99ad09bdf2c8ad97706a4ad2fd548c84d5ecd70ba32a6152c667b96c4d2"},
     # NVIDIA's DRA Driver for GPUs (issue 28, pools with allocation: dra): the chart's own image, tag = the
     # chart's appVersion (v-prefixed); one image runs the controller and both kubelet plugins.
     "dra_driver": {"repository": "nvcr.io/nvidia/k8s-dra-driver-gpu", "tag": "v25.12.0", "digest": ""},
@@ -145,13 +150,6 @@ CUDA_REPO_KEY_NAMES = {"debian13": "cuda_debian13", "rhel8": "cuda_rhel", "rhel9
 
 # Images pinned by tag only, and why (every other image carries the digest NVIDIA publishes).
 UNDIGESTED = {
-    # Searched (issue 30): NVIDIA's OLM bundle v26.7.0 (relatedImages), NFD's repository at v0.19.0
-    # (deployment/, Helm chart), public code pinning registry.k8s.io/nfd images by digest. One public file
-    # (an offline-bundle check script whose repository the index does not name) gives
-    # sha256:aa5be8691e4d5876d8a774063b37e1430c75e09468ba98d8bd07f6deec1f1756 for v0.19.0; a single source
-    # that cannot be cited is not enough to pin (every shipped digest has a named, checkable source).
-    "nfd": "no citable published digest of registry.k8s.io/nfd/node-feature-discovery:v0.19.0 was found "
-           "(NVIDIA's OLM bundle does not list NFD; registry.k8s.io publishes none outside the registry itself)",
     # Searched (issue 30): kubernetes-sigs/dra-driver-nvidia-gpu at v25.12.0 (deployments/: chart values and
     # Dockerfile, tag only), NVIDIA's GPU Operator v26.7.0 OLM bundle, public code naming the image by digest.
     "dra_driver": "no published digest of nvcr.io/nvidia/k8s-dra-driver-gpu:v25.12.0 was found (the GPU "
