@@ -115,3 +115,32 @@ def test_a_pool_spread_across_two_clusters_is_rendered_by_each_for_its_share(tmp
     with open(str(tmp_path / "build-gke-usc1" / "provision" / "gke" / "autoprovisioning.yaml")) as handle:
         limits = dict((r["resourceType"], r["maximum"]) for r in yaml.safe_load(handle)["resourceLimits"])
     assert limits["nvidia-l4"] == 14
+
+
+def test_the_build_directory_a_cluster_inventory_sets_itself_is_where_the_fleet_looks(tmp_path):
+    """gpufleet_build_dir set inside the cluster's own inventory (not in the fleet file): the cluster's run writes
+    there, says so in its run folder (gpufleet_fleet_build_dir_file), and the fleet overview reads the cluster's
+    report from there, not from build/<inventory folder name>."""
+    import shutil
+    own = tmp_path / "gke-own"
+    shutil.copytree(os.path.join(ROOT, "inventories", "gke"), str(own))
+    (own / "group_vars" / "all" / "zz-own-build.yml").write_text(
+        yaml.safe_dump({"gpufleet_build_dir": str(tmp_path / "own-build")}))
+    inv = fleet(tmp_path, select=["gke-usc1"], fleet_run_stage="report")
+    fleet_file = os.path.join(inv, "group_vars", "all", "fleet.yml")
+    settings = yaml.safe_load(open(fleet_file))
+    gke = next(c for c in settings["fleet_run_clusters"] if c["name"] == "gke-usc1")
+    gke.update(inventory=str(own), vars={})
+    with open(fleet_file, "w") as handle:
+        yaml.safe_dump(settings, handle)
+    rc, out = run_fleet(tmp_path, inv)
+    assert rc == 0, out[-4000:]
+    assert (tmp_path / "own-build" / "report" / "fleet.json").is_file()
+    said = tmp_path / "run" / "gke-usc1" / "build-dir"
+    assert said.read_text().strip() == str(tmp_path / "own-build")
+    assert stat.S_IMODE(os.stat(str(said)).st_mode) == 0o600
+    gke_row = next(c for c in json.loads((tmp_path / "report" / "report.json").read_text())["clusters"]
+                   if c["name"] == "gke-usc1")
+    # read from own-build: the report of the cluster's render, not "no report at <project>/build/gke-own/..."
+    assert (gke_row["state"], gke_row["message"], gke_row["pools"], gke_row["max_gpus"]) == ("ok", "", 3, 30), gke_row
+    assert not os.path.exists(os.path.join(ROOT, "build", "gke-own"))

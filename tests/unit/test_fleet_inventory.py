@@ -203,3 +203,24 @@ def test_build_dir_follows_the_cluster_inventory_or_its_build_dir():
     assert fleet.build_dir(ROOT, clusters[1]) == os.path.join(ROOT, "build", "eks")
     assert fleet.build_dir(ROOT, clusters[2]) == "/tmp/gke-build"
     assert fleet.build_dir(ROOT, clusters[0], {"gpufleet_build_dir": "build/x"}) == os.path.join(ROOT, "build", "x")
+
+
+def test_build_dir_is_what_the_clusters_run_said_when_it_said_one_absolute_path(tmp_path):
+    clusters = fleet.load(with_change(2, vars={"gpufleet_build_dir": "/tmp/gke-build"}), FLEET_DIR)
+    said = tmp_path / fleet.BUILD_DIR_FILE
+    assert fleet.build_dir(ROOT, clusters[2], None, str(tmp_path)) == "/tmp/gke-build"     # nothing said
+    said.write_text("/srv/gpufleet/gke-own\n")
+    assert fleet.build_dir(ROOT, clusters[2], None, str(tmp_path)) == "/srv/gpufleet/gke-own"
+    assert fleet.build_dir(ROOT, clusters[2]) == "/tmp/gke-build"                           # no run folder given
+    for text in ("relative/dir\n", "/a\n/b\n", "\n"):
+        said.write_text(text)
+        assert fleet.build_dir(ROOT, clusters[2], None, str(tmp_path)) == "/tmp/gke-build", text
+
+
+def test_an_inventory_name_in_the_fleet_entry_names_the_build_dir_of_a_file_inventory(tmp_path):
+    inventory = tmp_path / "site-a" / "hosts.yml"
+    inventory.parent.mkdir()
+    inventory.write_text("all: {}\n")
+    cluster = {"inventory": str(inventory), "vars": {"gpufleet_inventory_name": "lab-a"}}
+    assert fleet.build_dir(ROOT, cluster) == os.path.join(ROOT, "build", "lab-a")
+    assert fleet.build_dir(ROOT, dict(cluster, vars={})) == os.path.join(ROOT, "build", "site-a")

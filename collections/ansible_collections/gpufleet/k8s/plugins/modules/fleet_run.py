@@ -217,16 +217,18 @@ def plan(p, check_mode=False, diff=False):
             continue
         folder = os.path.join(run_dir, cluster["name"])
         vars_file = os.path.join(folder, "fleet-vars.json")
+        job_vars = fleet.cluster_vars(cluster, parts.get(cluster["name"], []), p["common_vars"])
+        job_vars["gpufleet_fleet_build_dir_file"] = os.path.join(folder, fleet.BUILD_DIR_FILE)
         jobs.append({"name": cluster["name"], "folder": folder, "vars_file": vars_file, "cwd": p["project_dir"],
-                     "log": os.path.join(folder, p["stage"] + ".log"),
-                     "vars": fleet.cluster_vars(cluster, parts.get(cluster["name"], []), p["common_vars"]),
+                     "log": os.path.join(folder, p["stage"] + ".log"), "vars": job_vars,
                      "argv": fleet.command_line(program, playbooks_dir, cluster, p["stage"], vars_file,
                                                 check_mode, diff, extra)})
     return {"clusters": clusters, "selected": selected, "jobs": jobs, "spread": spread, "warnings": warnings}
 
 
-def _entry(p, cluster, outcome):
-    build = fleet.build_dir(p["project_dir"], cluster, p["common_vars"])
+def _entry(p, cluster, outcome, folder=None):
+    # what this run's cluster run said (only a cluster that ran now: an older file may be stale)
+    build = fleet.build_dir(p["project_dir"], cluster, p["common_vars"], folder if outcome is not None else None)
     entry = {"name": cluster["name"], "cloud": cluster["cloud"], "region": cluster["region"],
              "tags": cluster["tags"], "platform": cluster["platform"], "inventory": cluster["inventory"],
              "build_dir": build, "report_json": os.path.join(build, "report", "fleet.json"),
@@ -244,12 +246,16 @@ def execute(p, planned):
     for job in planned["jobs"]:
         runner.private_dir(job["folder"])
         runner.write_vars(job["vars_file"], job["vars"])
+        said = job["vars"]["gpufleet_fleet_build_dir_file"]
+        if os.path.lexists(said):
+            os.remove(said)
     results = runner.run_all(planned["jobs"], p["parallel"], p["timeout"], runner.child_env(), p["tail_lines"])
-    outcomes = {}
+    outcomes, folders = {}, {}
     for job, outcome in zip(planned["jobs"], results):
         outcome["log"] = job["log"]
         outcomes[job["name"]] = outcome
-    return [_entry(p, c, outcomes.get(c["name"])) for c in planned["clusters"]]
+        folders[job["name"]] = job["folder"]
+    return [_entry(p, c, outcomes.get(c["name"]), folders.get(c["name"])) for c in planned["clusters"]]
 
 
 def run(module):

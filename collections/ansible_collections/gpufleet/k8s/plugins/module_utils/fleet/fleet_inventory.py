@@ -34,7 +34,9 @@ WORD = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,62})\Z")
 WORD_RULE = "letters, digits, '.', '_', '-' (starting with a letter or digit, at most 63)"
 DNS_RULE = "a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63"
 # Variables a cluster's ``vars`` / fleet_run_vars may not set: the fleet run sets them itself.
-FLEET_SET_VARS = ("gpufleet_fleet_pools", "gpufleet_fleet_cluster")
+FLEET_SET_VARS = ("gpufleet_fleet_pools", "gpufleet_fleet_cluster", "gpufleet_fleet_build_dir_file")
+# In a cluster's run folder: the build directory the cluster's run resolved (written by the gpufleet role).
+BUILD_DIR_FILE = "build-dir"
 
 # ansible-playbook options fleet_run_extra_args may pass on to every cluster: option -> takes a value.
 EXTRA_OPTIONS = {"--tags": True, "--skip-tags": True, "--limit": True, "--forks": True,
@@ -272,16 +274,33 @@ def cluster_vars(cluster, pools, common_vars=None):
     return out
 
 
-def build_dir(project_dir, cluster, common_vars=None):
-    """Where the cluster's run writes: its gpufleet_build_dir (cluster vars, then fleet_run_vars), else
-    <project>/build/<inventory folder name> (gpufleet_inventory_name set inside the cluster's own
-    inventory is not seen here)."""
+def build_dir(project_dir, cluster, common_vars=None, run_folder=None):
+    """Where the cluster's run writes: what its run said (``run_folder``/BUILD_DIR_FILE, written by the gpufleet
+    role, which sees gpufleet_inventory_name and gpufleet_build_dir set inside the cluster's own inventory too),
+    else its gpufleet_build_dir (cluster vars, then fleet_run_vars), else <project>/build/<inventory name>."""
+    said = _said_build_dir(run_folder)
+    if said:
+        return said
     merged = dict(common_vars or {})
     merged.update(cluster["vars"])
     given = merged.get("gpufleet_build_dir")
     if given:
         return given if os.path.isabs(given) else os.path.join(project_dir, given)
-    name = merged.get("gpufleet_inventory_name") or os.path.basename(cluster["inventory"].rstrip("/"))
-    if os.path.isfile(cluster["inventory"]):
-        name = os.path.basename(os.path.dirname(cluster["inventory"]))
+    name = merged.get("gpufleet_inventory_name")
+    if not name:
+        name = os.path.basename(cluster["inventory"].rstrip("/"))
+        if os.path.isfile(cluster["inventory"]):
+            name = os.path.basename(os.path.dirname(cluster["inventory"]))
     return os.path.join(project_dir, "build", name)
+
+
+def _said_build_dir(run_folder):
+    """The absolute path in ``run_folder``/BUILD_DIR_FILE, or None (no folder, no file, not one absolute path)."""
+    if not run_folder:
+        return None
+    try:
+        with open(os.path.join(run_folder, BUILD_DIR_FILE)) as handle:
+            text = handle.read().strip()
+    except (IOError, OSError):
+        return None
+    return text if text and "\n" not in text and os.path.isabs(text) else None
