@@ -274,8 +274,8 @@ def test_the_report_counts_dra_devices_and_claim_allocations_from_the_cluster(cl
     assert rows["plugin-l4"]["capacity"] == 2
 
 
-# ComputeDomains: the CRD is the real file of NVIDIA's chart at the pinned version, recorded in
-# tests/fixtures/dra-driver (see SOURCES.md there); no controller runs here, so no channel template appears.
+# ComputeDomains: the CRD is the real file of NVIDIA's chart, recorded in tests/fixtures/dra-driver from the
+# newest upstream ref readable here (see SOURCES.md there); no controller runs here, so no channel template appears.
 CD_POOL = normalize_pools([{"name": "nvl-b200", "gpu_type": "b200", "gpus_per_node": 4, "allocation": "dra",
                             "dra": {"compute_domain": {"num_nodes": 2}}}])[0]
 CD_PATH = "/apis/resource.nvidia.com/v1beta1/namespaces/%s/computedomains" % NS
@@ -297,15 +297,21 @@ def test_a_pools_compute_domain_is_accepted_by_the_drivers_crd_and_its_channel_c
     assert stored["spec"] == {"numNodes": 2, "channel": {"allocationMode": "Single",
                                                          "resourceClaimTemplate": {"name": "nvl-b200-compute-domain-channel"}}}
 
-    # the schema is enforced: a value outside its enum, a missing required field, a changed spec (immutable)
+    # the schema is enforced: a value outside its enum, a missing required field, a negative numNodes (optional
+    # since v0.4.0, default 0, minimum 0), a changed spec (immutable)
     bad = json.loads(json.dumps(domains[0]))
     bad["metadata"]["name"] = "bad-mode"
     bad["spec"]["channel"]["allocationMode"] = "Many"
     with pytest.raises(ApiError) as err:
         cp.create(CD_PATH, bad)
     assert err.value.code == 422 and "allocationMode" in str(err.value)
-    del bad["spec"]["numNodes"]
     bad["spec"]["channel"]["allocationMode"] = "All"
+    del bad["spec"]["channel"]["resourceClaimTemplate"]
+    with pytest.raises(ApiError) as err:
+        cp.create(CD_PATH, bad)
+    assert err.value.code == 422 and "resourceClaimTemplate" in str(err.value)
+    bad["spec"]["channel"]["resourceClaimTemplate"] = {"name": "bad-mode-channel"}
+    bad["spec"]["numNodes"] = -1
     with pytest.raises(ApiError) as err:
         cp.create(CD_PATH, bad)
     assert err.value.code == 422 and "numNodes" in str(err.value)

@@ -7,8 +7,16 @@ gpufleet renders; tests/helpers/dra_standin.py, also a stand-in, publishes the R
 scheduler, the DaemonSet controller and the API server are real: the kubelet plugin lands on the DRA pool's node
 only, the device plugin on the other pool's node only, the claim templates are applied in the pool's
 dra.claim_namespaces, and a pod placed with the rendered fragment gets its GPUs allocated.
+
+The cluster starts as one that ran gpufleet's previous pin: a stand-in release of the old chart (name
+nvidia-dra-driver-gpu, 25.12.0, with v25.12.0's real ComputeDomain CRD, which requires numNodes) installed by helm.
+gpufleet's run must bring the CRDs to the pinned chart's schema before the upgrade (Helm never updates CRDs) and
+upgrade the release in place (nameOverride: the same DaemonSet, not a second one under the new chart's name).
 """
+import json
 import os
+import shutil
+import subprocess
 
 import pytest
 import yaml
@@ -22,6 +30,9 @@ from dra_standin import slice_for
 from ansible_run import ROOT, recap, run_site
 
 CHART = os.path.join(ROOT, "tests", "standin", "dra-driver-chart")
+OLD_CRD = os.path.join(ROOT, "tests", "fixtures", "dra-driver", "v25.12.0", "resource.nvidia.com_computedomains.yaml")
+NS = "nvidia-dra-driver-gpu"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
 POOLS = [{"name": "train-h100", "gpu_type": "h100-80gb", "gpus_per_node": 2, "allocation": "dra",
           "node_group": "gpu_pool_train_h100", "min_nodes": 1,
           "dra": {"claim_namespaces": ["ml"], "compute_domain": {"num_nodes": 1}}},
@@ -45,10 +56,41 @@ def applied(control_plane, tmp_path_factory):
         cp.add_node(node, gpu=1 if pool == "infer-l4" else None, labels=pool_node_labels(p),
                     taints=[dict(t) for t in pool_taints(p)])
     cp.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    old_uid = _install_previous_release(cp, tmp)
     extra = ["-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_kubeconfig=%s" % cp.kubeconfig,
              "-e", "gpufleet_helm_binary=%s" % binary("helm", "helm"), "-e", "nvidia_dra_driver_chart_path=%s" % CHART]
     runs = [run_site(tmp / "build", *extra, playbook="playbooks/cluster.yml", inventory=str(inv)) for _ in range(2)]
-    return cp, tmp, runs
+    runs.append(run_site(tmp / "build", *(extra + ["--check", "--diff"]), playbook="playbooks/cluster.yml",
+                         inventory=str(inv)))
+    return cp, tmp, runs, old_uid
+
+
+def _helm(cp, *args):
+    return subprocess.run([binary("helm", "helm"), "--kubeconfig", cp.kubeconfig] + list(args), check=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True).stdout
+
+
+def _install_previous_release(cp, tmp):
+    """gpufleet's previous install: the stand-in chart as the old name and version, with v25.12.0's CRD, by helm
+    (which creates the CRDs of crds/ on this first install). Returns the kubelet plugin DaemonSet's uid."""
+    old = tmp / "old-chart"
+    shutil.copytree(CHART, str(old))  # links followed: crds/ gets copies
+    chart = yaml.safe_load(open(str(old / "Chart.yaml")))
+    chart.update(name="nvidia-dra-driver-gpu", version="25.12.0", appVersion="v25.12.0")
+    (old / "Chart.yaml").write_text(yaml.safe_dump(chart))
+    shutil.copy(OLD_CRD, str(old / "crds" / "resource.nvidia.com_computedomains.yaml"))
+    _helm(cp, "install", "nvidia-dra-driver-gpu", str(old), "-n", NS, "--create-namespace",
+          "--set", "gpuResourcesEnabledOverride=true")
+    crd = cp.get(CRDS + "computedomains.resource.nvidia.com")
+    assert _schema(crd)["required"] == ["channel", "numNodes"]  # the old schema is in place
+    (ds,) = cp.items("/apis/apps/v1/namespaces/%s/daemonsets" % NS)
+    assert ds["metadata"]["name"] == "nvidia-dra-driver-gpu-kubelet-plugin"
+    return ds["metadata"]["uid"]
+
+
+def _schema(crd):
+    (version,) = crd["spec"]["versions"]
+    return version["schema"]["openAPIV3Schema"]["properties"]["spec"]
 
 
 def _pods_of(cp, namespace, component_label):
@@ -57,10 +99,11 @@ def _pods_of(cp, namespace, component_label):
 
 
 def test_the_cluster_stage_installs_the_dra_driver_and_a_rerun_changes_nothing(applied):
-    cp, tmp, runs = applied
+    cp, tmp, runs, _uid = applied
     for rc, out in runs:
         assert rc == 0, out[-5000:]
     assert recap(runs[1][1])["changed"] == 0, runs[1][1][-3000:]
+    assert recap(runs[2][1])["changed"] == 0, runs[2][1][-3000:]  # --check --diff after it: nothing to do
     values = yaml.safe_load(open(str(tmp / "build" / "cluster" / "dra-driver" / "dra-driver-values.yaml")))
     # the file says what the release got (two comment lines, then every value)
     assert values["kubeletPlugin"]["nodeSelector"] == {"gpufleet.io/gpu-allocation": "dra"}
@@ -77,7 +120,7 @@ def test_the_cluster_stage_installs_the_dra_driver_and_a_rerun_changes_nothing(a
 
 def test_the_kubelet_plugin_and_the_device_plugin_each_run_on_their_own_pools_node(applied):
     cp = applied[0]
-    cp.wait(lambda: _pods_of(cp, "nvidia-dra-driver-gpu", "app.kubernetes.io/component%3Dkubelet-plugin")
+    cp.wait(lambda: _pods_of(cp, NS, "app.kubernetes.io/component%3Dkubelet-plugin")
             == ["h100-01"], 60, "the kubelet plugin on h100-01 only")
     cp.wait(lambda: [n for n in _pods_of(cp, "nvidia-device-plugin", "app.kubernetes.io/name%3Dnvidia-device-plugin")]
             == ["l4-01"], 60, "the device plugin on l4-01 only")
@@ -129,3 +172,29 @@ def test_operator_mode_renders_the_dra_driver_beside_the_operator(tmp_path):
     claims = sorted(os.listdir(str(build / "cluster" / "dra-claims")))
     assert claims == ["00-resourceclaimtemplate-train-h100-gpu.yaml", "01-resourceclaimtemplate-train-h100-gpus-2.yaml",
                       "02-computedomain-train-h100-compute-domain.yaml"]
+
+
+def test_the_upgrade_applies_the_charts_crds_and_keeps_the_releases_objects(applied):
+    """Upgrade from gpufleet's previous pin: the CRDs are the pinned chart's, applied by gpufleet (Helm only creates
+    CRDs on a first install: without that step numNodes would still be required), and the release is upgraded in
+    place under the old object names (nameOverride), not duplicated under the new chart's name."""
+    cp, _tmp, _runs, old_uid = applied
+    for name, fixture in (("computedomains", "resource.nvidia.com_computedomains.yaml"),
+                          ("computedomaincliques", "resource.nvidia.com_computedomaincliques.yaml")):
+        crd = cp.get(CRDS + "%s.resource.nvidia.com" % name)
+        want = yaml.safe_load(open(os.path.join(ROOT, "tests", "fixtures", "dra-driver", fixture)))
+        assert crd["spec"]["versions"] == want["spec"]["versions"], name
+        managers = {(m["manager"], m["operation"]) for m in crd["metadata"]["managedFields"]}
+        assert ("gpufleet", "Apply") in managers, (name, managers)
+    spec = _schema(cp.get(CRDS + "computedomains.resource.nvidia.com"))
+    assert spec["required"] == ["channel"] and spec["properties"]["numNodes"]["default"] == 0
+    (ds,) = cp.items("/apis/apps/v1/namespaces/%s/daemonsets" % NS)
+    assert (ds["metadata"]["name"], ds["metadata"]["uid"]) == ("nvidia-dra-driver-gpu-kubelet-plugin", old_uid)
+    (release,) = json.loads(_helm(cp, "list", "-n", NS, "-o", "json"))
+    assert (release["name"], release["chart"], release["app_version"]) == \
+        ("nvidia-dra-driver-gpu", "dra-driver-nvidia-gpu-0.5.0", "v0.5.0")
+    # a ComputeDomain without numNodes is accepted now (the v25.12.0 schema refused it) and defaults to 0
+    made = cp.create("/apis/resource.nvidia.com/v1beta1/namespaces/ml/computedomains", {
+        "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain", "metadata": {"name": "no-count"},
+        "spec": {"channel": {"resourceClaimTemplate": {"name": "no-count-channel"}}}})
+    assert made["spec"]["numNodes"] == 0

@@ -99,8 +99,8 @@ def test_bad_pool_settings_are_refused_naming_the_key(pool, want):
      "nvidia_dra_driver_gpus_enabled: false publishes no GPU"),
     ("kubeadm", "standalone", {"nvidia_dra_driver_compute_domains_enabled": "yes"},
      "nvidia_dra_driver_compute_domains_enabled: 'yes' is not a boolean; use one of: true, false"),
-    ("kubeadm", "standalone", {"nvidia_dra_driver_chart_version": "v25.12.0"},
-     "nvidia_dra_driver_chart_version: 'v25.12.0' is not allowed; use a chart version such as 25.12.0"),
+    ("kubeadm", "standalone", {"nvidia_dra_driver_chart_version": "v0.5.0"},
+     "nvidia_dra_driver_chart_version: 'v0.5.0' is not allowed; use a chart version such as 0.5.0"),
 ])
 def test_bad_cluster_settings_are_refused(platform, mode, extra, want):
     errors = dra_errors([dict(DRA, max_nodes=1)], platform=platform, mode=mode, gpufleet_kubernetes_version="1.34",
@@ -123,10 +123,15 @@ def test_driver_values_select_the_dra_pools_nodes_and_pin_the_image():
         "gpufleet_registry_prefix": "mirror.local:5000", "gpufleet_image_pull_secrets": ["pull"]})
     assert values["kubeletPlugin"]["nodeSelector"] == {"gpufleet.io/gpu-allocation": "dra"}
     assert values["kubeletPlugin"]["affinity"] is None  # the chart's NFD/GFD affinity is removed
-    # the DRA pools' taints only (the device-plugin pool's default taint is not a DRA pool's)
-    assert values["kubeletPlugin"]["tolerations"] == [{"key": "team", "operator": "Exists", "effect": "NoSchedule"}]
-    assert values["image"] == {"repository": "mirror.local:5000/nvidia/k8s-dra-driver-gpu",
-                               "tag": versions.IMAGES["dra_driver"]["tag"]}
+    # the chart's own default toleration (nvidia.com/gpu, which gpufleet's list replaces) and the DRA pools' taints
+    # (the device-plugin pool's are not a DRA pool's)
+    assert values["kubeletPlugin"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                                                      {"key": "team", "operator": "Exists", "effect": "NoSchedule"}]
+    # pinned by tag and NVIDIA's published digest (GPU Operator v26.7.0 OLM bundle), the mirror keeps the digest
+    assert values["image"] == {"repository": "mirror.local:5000/nvidia/dra-driver-nvidia-gpu",
+                               "tag": "v0.5.0@sha256:9b46984c0eb18def60e2b9817b874275f4b5b08d12d491de4f1a7b91b51d706c"}
+    # the pre-v0.4.0 chart's object names, so an upgrade from gpufleet's v25.12.0 install duplicates nothing
+    assert values["nameOverride"] == "nvidia-dra-driver-gpu"
     assert values["imagePullSecrets"] == [{"name": "pull"}]
     assert values["resources"] == {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}}
     assert values["gpuResourcesEnabledOverride"] is True
@@ -151,19 +156,56 @@ def test_driver_values_follow_the_settings_and_platform():
     digest = "sha256:" + "b" * 64
     values = dra_driver.driver_values(plan_of(DRA, platform="gke"), {
         "nvidia_dra_driver_compute_domains_enabled": True,
-        "gpufleet_image_overrides": {"dra_driver": {"tag": "v25.12.1", "digest": digest}},
+        "gpufleet_image_overrides": {"dra_driver": {"tag": "v0.5.1", "digest": digest}},
         "nvidia_dra_driver_values_overrides": {"kubeletPlugin": {"priorityClassName": "x"}, "logVerbosity": "6"}})
     assert values["nvidiaDriverRoot"] == "/home/kubernetes/bin/nvidia"
     assert values["resources"]["computeDomains"] == {"enabled": True}
-    assert values["image"]["tag"] == "v25.12.1@" + digest
+    assert values["image"]["tag"] == "v0.5.1@" + digest
     assert values["kubeletPlugin"]["priorityClassName"] == "x"
     assert values["kubeletPlugin"]["nodeSelector"] == {"gpufleet.io/gpu-allocation": "dra"}  # deep merge
+    assert values["nameOverride"] == "nvidia-dra-driver-gpu"
     assert values["logVerbosity"] == "6"
 
 
 def test_chart_is_pinned_unless_overridden():
-    assert dra_driver.chart(dra_driver.settings({}))["version"] == versions.CHARTS["dra_driver"]["version"] == "25.12.0"
-    assert dra_driver.chart(dra_driver.settings({"nvidia_dra_driver_chart_version": "25.8.1"}))["version"] == "25.8.1"
+    assert dra_driver.chart(dra_driver.settings({}))["version"] == versions.CHARTS["dra_driver"]["version"] == "0.5.0"
+    assert versions.CHARTS["dra_driver"]["name"] == "dra-driver-nvidia-gpu"
+    assert dra_driver.chart(dra_driver.settings({"nvidia_dra_driver_chart_version": "0.4.1"}))["version"] == "0.4.1"
+
+
+# ------------------------------------------------------------------------------------------ chart CRDs
+def _recorded(name):
+    with open(os.path.join(ROOT, "tests", "fixtures", "dra-driver", name)) as handle:
+        return handle.read()
+
+
+RENDERED = ("---\n# Source: dra-driver-nvidia-gpu/crds/resource.nvidia.com_computedomaincliques.yaml\n"
+            + _recorded("resource.nvidia.com_computedomaincliques.yaml")
+            + "---\n# Source: dra-driver-nvidia-gpu/crds/resource.nvidia.com_computedomains.yaml\n"
+            + _recorded("resource.nvidia.com_computedomains.yaml")
+            + "---\n# Source: dra-driver-nvidia-gpu/templates/deviceclasses.yaml\n"
+              "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu.nvidia.com}\n---\n"
+              "# Source: dra-driver-nvidia-gpu/templates/empty.yaml\n---\n"
+              "apiVersion: example.com/v1\nkind: CustomResourceDefinition\nmetadata: {name: not-a-crd}\n")
+
+
+def test_chart_crds_keeps_only_the_custom_resource_definitions_in_order():
+    crds = dra_driver.chart_crds(RENDERED)
+    assert [c["metadata"]["name"] for c in crds] == ["computedomaincliques.resource.nvidia.com",
+                                                    "computedomains.resource.nvidia.com"]
+    assert all(c["apiVersion"] == "apiextensions.k8s.io/v1" for c in crds)
+
+
+@pytest.mark.parametrize("text,want", [
+    ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "holds no CustomResourceDefinition"),
+    ("", "holds no CustomResourceDefinition"),
+    ("kind: [unclosed\n", "is not YAML"),
+    (None, "is NoneType, not text"),
+])
+def test_chart_crds_refuses_output_without_crds(text, want):
+    with pytest.raises(GpufleetError) as err:
+        dra_driver.chart_crds(text)
+    assert want in err.value.msg
 
 
 # ------------------------------------------------------------------------------------------ claims
@@ -279,15 +321,15 @@ def test_the_device_plugin_excludes_dra_nodes_only_when_there_are_dra_pools():
 def test_mirror_manifest_lists_the_dra_chart_and_image_only_with_dra_pools():
     plan = dict(plan_of(DRA), cluster_name="c", inventory_name="inv")
     man = mirror_manifest.manifest(plan, {"gpufleet_mirror_chart_path": "/srv/charts"}, [])
-    (chart,) = [c for c in man["charts"] if c["name"] == "nvidia-dra-driver-gpu"]
-    assert (chart["version"], chart["mirror"]) == ("25.12.0", "/srv/charts/nvidia-dra-driver-gpu-25.12.0.tgz")
+    (chart,) = [c for c in man["charts"] if c["name"] == "dra-driver-nvidia-gpu"]
+    assert (chart["version"], chart["mirror"]) == ("0.5.0", "/srv/charts/dra-driver-nvidia-gpu-0.5.0.tgz")
     assert any(i["name"] == "dra_driver" and i["tag"] == versions.IMAGES["dra_driver"]["tag"] for i in man["images"])
     scripts = mirror_scripts.scripts(man)
-    assert "helm pull 'nvidia-dra-driver-gpu' --repo 'https://helm.ngc.nvidia.com/nvidia' --version '25.12.0'" \
+    assert "helm pull 'dra-driver-nvidia-gpu' --repo 'https://helm.ngc.nvidia.com/nvidia' --version '0.5.0'" \
         in scripts["fetch-charts.sh"]
     assert "helm template" not in scripts["fetch-images.sh"]  # one pinned image, listed; no operand walk
     plain = mirror_manifest.manifest(dict(plan_of({"name": "p", "gpu_type": "l4"}), cluster_name="c"), {}, [])
-    assert not any(c["name"] == "nvidia-dra-driver-gpu" for c in plain["charts"])
+    assert not any(c["name"] == "dra-driver-nvidia-gpu" for c in plain["charts"])
     assert not any(i["name"] == "dra_driver" for i in plain["images"])
 
 

@@ -155,6 +155,12 @@ def test_versions_file_pins_every_image():
         suffix = ":" + img["tag"] + ("@" + img["digest"] if img["digest"] else "")
         assert versions.image_ref(name).endswith(suffix)
     assert set(versions.UNDIGESTED) <= set(versions.IMAGES)
+    # an exception names its reason (a searched-for, unpublished digest), never an empty one
+    assert all(isinstance(why, str) and why.strip() for why in versions.UNDIGESTED.values())
+    # the DRA driver: the v0.5.0 GPU Operator v26.7.0 ships, by the digest in that release's OLM bundle
+    assert versions.image_ref("dra_driver") == (
+        "nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.5.0@sha256:"
+        "9b46984c0eb18def60e2b9817b874275f4b5b08d12d491de4f1a7b91b51d706c")
     assert versions.image_ref("dcgm_exporter") == (
         "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless@sha256:"
         "613ab03c11d442fd960ff515f547e9921537454a712d08160bc8f677f89f1c35")

@@ -10,14 +10,14 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.dra import claims_for_pools
-from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.dra_driver import chart, driver_values, settings
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.dra_driver import chart, chart_crds, driver_values, settings
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.plain import plain
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pool
 
 
 def gpu_dra_driver_values(plan, extra):
-    """Helm values of the nvidia-dra-driver-gpu release (module_utils/model/dra.py driver_values)."""
+    """Helm values of the DRA driver release (module_utils/addons/dra_driver.py driver_values)."""
     try:
         return driver_values(plain(plan), plain(extra) or {})
     except GpufleetError as exc:
@@ -46,10 +46,19 @@ def gpu_dra_chart(extra, chart_dir=""):
     return out
 
 
+def gpu_dra_crds(manifest):
+    """The CustomResourceDefinitions in the output of ``helm show crds`` of the DRA driver chart."""
+    try:
+        return chart_crds(manifest)
+    except GpufleetError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "gpu_dra_driver_values": gpu_dra_driver_values,
             "gpu_dra_claims": gpu_dra_claims,
             "gpu_dra_chart": gpu_dra_chart,
+            "gpu_dra_crds": gpu_dra_crds,
         }

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufleet contributors
 # Apache License 2.0
-"""NVIDIA's DRA Driver for GPUs (Helm chart ``nvidia-dra-driver-gpu``) for the pools with
+"""NVIDIA's DRA Driver for GPUs (Helm chart ``dra-driver-nvidia-gpu``, ``nvidia-dra-driver-gpu`` before v0.4.0) for the pools with
 ``allocation: dra`` (dra.py): the cluster-wide ``nvidia_dra_driver_*`` settings, the preflight checks of
 what DRA needs of the cluster (Kubernetes >= 1.34, an add-on mode that installs the driver, the platform's
 way), and the release's Helm values (driver root, image, kubelet plugin on the DRA pools' nodes only)."""
@@ -13,6 +13,8 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import addons, gpu_operator
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.yaml_support import yaml
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES, MULTI_NODE_NVLINK
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.dra import ALLOCATION_LABEL, MIN_KUBERNETES, compute_domain, \
@@ -30,6 +32,16 @@ DRIVER_ROOTS = {"gke": "/home/kubernetes/bin/nvidia"}
 COMPUTE_DOMAIN_ARCHS = ("hopper", "blackwell")
 # where the GPU Operator's driver container puts the driver (NVIDIA's DRA driver docs: nvidiaDriverRoot)
 OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
+# The chart's name before v0.4.0. The chart names its objects (kubelet plugin DaemonSet, controller Deployment,
+# ServiceAccounts, RBAC) and their selector labels after nameOverride, else after the chart's own name, which
+# became dra-driver-nvidia-gpu with v0.4.0: without the override, upgrading a release gpufleet installed from
+# v25.12.0 would create a second set of objects beside the old ones (the project's upgrade guide asks for this
+# override on the first upgrade). gpufleet always sets it, so the names never change and a fresh install gets
+# the same names as an upgraded one.
+NAME_OVERRIDE = "nvidia-dra-driver-gpu"
+# The chart's default kubelet plugin toleration since v0.4.1 (GPU nodes are often tainted by their platform,
+# GKE's for one); gpufleet's list replaces the chart's, so it keeps that entry.
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
 def settings_defaults():
@@ -181,7 +193,7 @@ def chart(s, chart_path=""):
 
 
 def tolerations(pools):
-    out = []
+    out = [dict(GPU_TOLERATION)]
     for pool in dra_pools(pools):
         for taint in pool.get("taints") or []:
             item = {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}
@@ -191,7 +203,7 @@ def tolerations(pools):
 
 
 def driver_values(plan, extra):
-    """Helm values of the nvidia-dra-driver-gpu release for ``plan`` (pools, platform) and the inventory
+    """Helm values of the DRA driver release for ``plan`` (pools, platform) and the inventory
     values ``extra`` (nvidia_dra_driver_*, gpufleet_registry_prefix, gpufleet_image_overrides,
     gpufleet_image_pull_secrets)."""
     s = settings(extra)
@@ -200,6 +212,8 @@ def driver_values(plan, extra):
     tag = img["tag"] + ("@" + img["digest"] if img.get("digest") else "")
     gpus = bool(s.get("gpus_enabled"))
     values = {
+        # object names of the pre-v0.4.0 chart (NAME_OVERRIDE)
+        "nameOverride": NAME_OVERRIDE,
         "nvidiaDriverRoot": driver_root(plan, s, extra),
         # the chart refuses resources.gpus.enabled without this acknowledgement (GPU part: tech preview)
         "gpuResourcesEnabledOverride": gpus,
@@ -234,3 +248,32 @@ def _merge(base, over):
 def image_reference(extra):
     return image_ref("dra_driver", (extra or {}).get("gpufleet_registry_prefix") or "",
                      (extra or {}).get("gpufleet_image_overrides"))
+
+
+# ------------------------------------------------------------------------------------------ CRDs
+CRD_KIND = ("apiextensions.k8s.io", "CustomResourceDefinition")
+
+
+def chart_crds(manifest, chart_label="the DRA driver chart"):
+    """The CustomResourceDefinitions in ``manifest``, the output of ``helm show crds`` (or ``helm template
+    --include-crds``) of the chart, in their order there. Helm creates a chart's CRDs on the first install only and never updates them,
+    so the role applies these before every install or upgrade: a cluster that ran an older release gets the
+    schema the new controller and kubelet plugins expect (the project's upgrade guide asks for the same
+    by hand). A chart without CRDs, or output that is not YAML, is an error (the pinned chart has two)."""
+    if not isinstance(manifest, str):
+        raise GpufleetError("the rendered %s is %s, not text" % (chart_label, type(manifest).__name__))
+    try:
+        docs = list(yaml.safe_load_all(manifest))
+    except yaml.YAMLError as exc:
+        raise GpufleetError("the rendered %s is not YAML: %s" % (chart_label, str(exc).splitlines()[0]))
+    crds = []
+    for doc in docs:
+        if not isinstance(doc, dict):
+            continue
+        group = str(doc.get("apiVersion") or "").split("/")[0]
+        if (group, doc.get("kind")) == CRD_KIND:
+            crds.append(doc)
+    if not crds:
+        raise GpufleetError("the rendered %s holds no CustomResourceDefinition; the chart installs its "
+                            "ComputeDomain CRDs from crds/ (is it the right chart?)" % chart_label)
+    return crds

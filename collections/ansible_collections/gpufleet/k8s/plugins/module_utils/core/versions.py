@@ -48,16 +48,25 @@ IMAGES = {
     # digest: registry.k8s.io's image promoter manifest (kubernetes/k8s.io #9697), the tag's own digest
     "nfd": {"repository": "registry.k8s.io/nfd/node-feature-discovery", "tag": "v0.19.0",
             "digest": "sha256:2fa1c99ad09bdf2c8ad97706a4ad2fd548c84d5ecd70ba32a6152c667b96c4d2"},
-    # NVIDIA's DRA Driver for GPUs (issue 28, pools with allocation: dra): the chart's own image, tag = the
-    # chart's appVersion (v-prefixed); one image runs the controller and both kubelet plugins.
-    "dra_driver": {"repository": "nvcr.io/nvidia/k8s-dra-driver-gpu", "tag": "v25.12.0", "digest": ""},
+    # NVIDIA's DRA Driver for GPUs (issue 28, pools with allocation: dra): one image runs the controller and
+    # both kubelet plugins. v0.5.0 is the release GPU Operator v26.7.0 ships (its values.yaml draDriver:
+    # repository nvcr.io/nvidia, image dra-driver-nvidia-gpu, version v0.5.0); the digest is the one NVIDIA
+    # publishes for it in that tag's OLM bundle (relatedImages nvidia-dra-driver-image, env DRA_DRIVER_IMAGE),
+    # the same source as the digests above. The project moved to kubernetes-sigs/dra-driver-nvidia-gpu and
+    # started again at v0.4.0 after v25.12.0 (v25.12.0 -> v0.4.0 -> v0.4.1 -> v0.5.0, release issue
+    # kubernetes-sigs/dra-driver-nvidia-gpu#1365); the chart's own default image is now on registry.k8s.io,
+    # gpufleet sets NVIDIA's NGC copy explicitly (dra_driver.py).
+    "dra_driver": {"repository": "nvcr.io/nvidia/dra-driver-nvidia-gpu", "tag": "v0.5.0",
+                   "digest": "sha256:9b46984c0eb18def60e2b9817b874275f4b5b08d12d491de4f1a7b91b51d706c"},
 }
 
 CHARTS = {
     "gpu_operator": {"name": "gpu-operator", "repo_url": "https://helm.ngc.nvidia.com/nvidia", "version": "v26.7.0"},
-    # chart versions of nvidia-dra-driver-gpu have no v prefix; 25.12.0 serves resource.k8s.io/v1
-    "dra_driver": {"name": "nvidia-dra-driver-gpu", "repo_url": "https://helm.ngc.nvidia.com/nvidia",
-                   "version": "25.12.0"},
+    # The chart was renamed from nvidia-dra-driver-gpu with v0.4.0 and follows SemVer since (version =
+    # appVersion, no v prefix); NVIDIA publishes it on NGC (this repository) and the project at
+    # oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu. Serves resource.k8s.io/v1.
+    "dra_driver": {"name": "dra-driver-nvidia-gpu", "repo_url": "https://helm.ngc.nvidia.com/nvidia",
+                   "version": "0.5.0"},
 }
 # Listed in docs/dra.md (dra_table_markdown), not in the README's table (README.md is being split into
 # docs/ by another change; the DRA rows join that table there).
@@ -148,13 +157,9 @@ REPO_KEYS = {
 # CUDA repository directory -> its key in REPO_KEYS (others: "cuda").
 CUDA_REPO_KEY_NAMES = {"debian13": "cuda_debian13", "rhel8": "cuda_rhel", "rhel9": "cuda_rhel", "amzn2023": "cuda_rhel"}
 
-# Images pinned by tag only, and why (every other image carries the digest NVIDIA publishes).
-UNDIGESTED = {
-    # Searched (issue 30): kubernetes-sigs/dra-driver-nvidia-gpu at v25.12.0 (deployments/: chart values and
-    # Dockerfile, tag only), NVIDIA's GPU Operator v26.7.0 OLM bundle, public code naming the image by digest.
-    "dra_driver": "no published digest of nvcr.io/nvidia/k8s-dra-driver-gpu:v25.12.0 was found (the GPU "
-                  "Operator v26.7.0 bundle lists another image, dra-driver-nvidia-gpu v0.5.0)",
-}
+# Images pinned by tag only, and why (every other image carries the digest its publisher lists). Empty
+# today: the last one, the DRA driver v25.12.0, had no published digest; its successor v0.5.0 has one.
+UNDIGESTED = {}
 
 TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")

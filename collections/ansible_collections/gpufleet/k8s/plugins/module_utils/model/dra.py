@@ -4,7 +4,7 @@
 """Dynamic Resource Allocation (``resource.k8s.io/v1``) for GPU pools with ``allocation: dra``.
 
 A pool either has its GPUs advertised by the device plugin (``nvidia.com/gpu`` extended resources,
-the default) or published by NVIDIA's DRA Driver for GPUs (Helm chart ``nvidia-dra-driver-gpu``) as
+the default) or published by NVIDIA's DRA Driver for GPUs (Helm chart ``dra-driver-nvidia-gpu``) as
 devices in ResourceSlices, which pods ask for through ResourceClaims. Never both on one node: the
 DRA pools' nodes carry ``gpufleet.io/gpu-allocation=dra``; the driver's kubelet plugin is selected
 onto exactly those nodes and the device plugin (standalone: node affinity; operator: the operator's
@@ -51,8 +51,9 @@ CLAIM_NAME = "gpu"
 DEVICE_PLUGIN_ONLY_SHARING = ("replicas", "mig_strategy", "rename_by_default", "fail_requests_greater_than_one")
 DRA_KEYS = ("product_name", "min_memory_gb", "time_slice_interval", "mps_active_thread_percentage",
             "claim_namespaces", "compute_domain")
-# ComputeDomain (the driver's CRD computedomains.resource.nvidia.com, version v1beta1, chart 25.12.0):
-# spec.numNodes (integer >= 0, required; 0 recommended with the driver's default IMEXDaemonsWithDNSNames) and
+# ComputeDomain (the driver's CRD computedomains.resource.nvidia.com, version v1beta1, chart 0.4.0 and later):
+# spec.numNodes (integer >= 0, optional since 0.4.0 with default 0, required before; 0 recommended with the
+# driver's default IMEXDaemonsWithDNSNames; gpufleet always renders it) and
 # spec.channel.resourceClaimTemplate.name (required; the driver's controller creates that ResourceClaimTemplate
 # in the ComputeDomain's namespace), spec.channel.allocationMode (Single | All, default Single). The spec
 # cannot change once created (the CRD's validation rule self == oldSelf).
