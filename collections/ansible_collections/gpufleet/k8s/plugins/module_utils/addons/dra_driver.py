@@ -270,7 +270,7 @@ def chart_crds(manifest, chart_label="the DRA driver chart"):
     for doc in docs:
         if not isinstance(doc, dict):
             continue
-        group = str(doc.get("apiVersion") or "").split("/")[0]
+        group = str(doc.get("apiVersion") or "").split("/", maxsplit=1)[0]
         if (group, doc.get("kind")) == CRD_KIND:
             crds.append(doc)
     if not crds:
