@@ -20,6 +20,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.model.dra import dra_
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.dra_driver import chart as dra_chart, settings as dra_settings
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import addons as _a
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core import role_specs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES, cpu_arch
 from ansible_collections.gpufleet.k8s.plugins.module_utils.node.driver_compat import pool_architectures
 from ansible_collections.gpufleet.k8s.plugins.module_utils.node.driver_packages import driver_plan
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.mirror_urls import (
@@ -53,6 +54,13 @@ TOOLKIT_REPO = {
     "RedHat": "https://nvidia.github.io/libnvidia-container/stable/rpm/x86_64",
 }
 TOOLKIT_KEY = "https://nvidia.github.io/libnvidia-container/gpgkey"
+# kubernetes.io/arch of a node -> the architecture Ansible reports (ansible_facts.architecture) and dnf's
+# basearch; the libnvidia-container apt repository is per Debian architecture (stable/deb/<arch>).
+MACHINE_ARCH = {"amd64": "x86_64", "arm64": "aarch64"}
+TOOLKIT_REPOS = {
+    ("Debian", "amd64"): TOOLKIT_REPO["Debian"], ("Debian", "arm64"): "https://nvidia.github.io/libnvidia-container/stable/deb/arm64",
+    ("RedHat", "amd64"): TOOLKIT_REPO["RedHat"], ("RedHat", "arm64"): "https://nvidia.github.io/libnvidia-container/stable/rpm/aarch64",
+}
 CLOUD_PLATFORMS = ("eks", "gke", "gke-autopilot")
 
 
@@ -64,9 +72,27 @@ def node_values(values):
     return out
 
 
-def _driver_section(plan, values, distro, mirror, today):
-    """The driver role's own plan for a node of ``distro`` (x86_64, the pools' GPUs); ``today``: ISO date
-    the driver branch's support is judged on (None: the driver role's own default, the current date)."""
+def node_architectures(plan):
+    """kubernetes.io/arch values the GPU nodes of ``plan``'s pools run on, sorted: each pool's ``gpu_type``
+    decides it (gpu_catalog ``cpu_arch``: gb200 is arm64); amd64 when no pool says otherwise (no pools, or
+    GPU types the catalog does not know)."""
+    archs = {cpu_arch(p["gpu_type"]) for p in plan.get("pools") or []
+             if isinstance(p, dict) and p.get("gpu_type") in GPU_TYPES}
+    return sorted(archs) or ["amd64"]
+
+
+def _arch_plan(plan, arch, archs):
+    """``plan`` with only the pools whose nodes are ``arch`` (the GPUs the driver of those nodes drives)."""
+    if len(archs) == 1:
+        return plan
+    return dict(plan, pools=[p for p in plan.get("pools") or []
+                             if isinstance(p, dict) and p.get("gpu_type") in GPU_TYPES and cpu_arch(p["gpu_type"]) == arch])
+
+
+def _driver_section(plan, values, distro, mirror, today, arch="amd64"):
+    """The driver role's own plan for a node of ``distro`` and kubernetes.io/arch ``arch`` (the GPUs of
+    ``plan``'s pools); ``today``: ISO date the driver branch's support is judged on (None: the driver role's
+    own default, the current date)."""
     dist, version, major = DISTRO_FACTS[distro]
     driver_values = {k: v for k, v in values.items() if k.startswith("nvidia_driver_") or k.startswith("gpufleet_")}
     driver_values.pop("gpufleet_mirror_package_url", None)   # the manifest lists upstream sources
@@ -74,7 +100,7 @@ def _driver_section(plan, values, distro, mirror, today):
     driver_values.pop("gpufleet_mirror_debian_security_url", None)
     dplan = driver_plan({"values": driver_values, "distribution": dist, "distribution_version": version,
                          "distribution_major": major, "codename": CODENAMES.get(distro, ""),
-                         "architecture": "x86_64",
+                         "architecture": MACHINE_ARCH[arch],
                          "gpu_info": {"architectures": pool_architectures(plan)}, "today": today})
     if dplan.get("errors"):
         return {"errors": dplan["errors"]}
@@ -95,6 +121,32 @@ def _driver_section(plan, values, distro, mirror, today):
             "driver": {"branch": dplan["branch"], "exact": dplan["exact"], "flavour": dplan["flavour"],
                        "version_glob": dplan["version_glob"], "module_stream": dplan.get("module_stream")},
             "headers": headers}
+
+
+def _arch_packages(plan, values, distro, family, mirror, today, arch):
+    """Packages, repositories and keys of the nodes of ``distro`` on ``arch`` (kubernetes.io/arch)."""
+    section = _driver_section(plan, values, distro, mirror, today, arch)
+    if "errors" in section:
+        return section
+    kit_version = str(values["nvidia_container_toolkit_version"])
+    packages = section["packages"]
+    packages += [{"name": n, "version": kit_version, "component": "toolkit"}
+                 for n in values["nvidia_container_toolkit_packages"]]
+    if family == "Debian":
+        base = values["gpu_node_prep_packages"] or values["gpu_node_prep_default_packages"]
+        packages += [{"name": n, "version": "(newest)", "component": "node_prep"}
+                     for n in list(base) + list(values["gpu_node_prep_extra_packages"])]
+    repos = section["repositories"]
+    keys = section["keys"]
+    # a quoted "false" (-e name=false) must not read as true
+    manage = str(values.get("nvidia_container_toolkit_repo_manage", True)).strip().lower()
+    if manage in ("true", "yes", "on", "y", "t", "1"):
+        kit_repo = values.get("nvidia_container_toolkit_repo_url") or TOOLKIT_REPOS[(family, arch)]
+        repos.append({"component": "toolkit", "url": kit_repo, "mirror": mirror_url(kit_repo, mirror)})
+        key = values.get("nvidia_container_toolkit_repo_key_url") or TOOLKIT_KEY
+        keys.append({"component": "toolkit", "url": key, "mirror": mirror_url(key, mirror)})
+    return {"driver": section["driver"], "packages": packages, "repositories": repos, "keys": keys,
+            "headers": section["headers"]}
 
 
 def _os_packages(plan, values, node_hosts, notes, today):
@@ -118,37 +170,32 @@ def _os_packages(plan, values, node_hosts, notes, today):
                  "keys (their mirror column, or file:///PATH on the node): they are checked against NVIDIA's pinned "
                  "fingerprints before the keyring is written.")
     mirror = str_or_empty(values.get("gpufleet_mirror_package_url"))
-    kit_version = str(values["nvidia_container_toolkit_version"])
+    archs = node_architectures(plan)
     for distro in sorted(set(distros)):
         if distro not in DISTRO_FACTS:
             continue
-        section = _driver_section(plan, values, distro, mirror, today)
-        if "errors" in section:
-            out[distro] = {"errors": section["errors"]}
-            continue
         family = "Debian" if distro.startswith(("debian", "ubuntu")) else "RedHat"
-        packages = section["packages"]
-        packages += [{"name": n, "version": kit_version, "component": "toolkit"}
-                     for n in values["nvidia_container_toolkit_packages"]]
-        if family == "Debian":
-            base = values["gpu_node_prep_packages"] or values["gpu_node_prep_default_packages"]
-            packages += [{"name": n, "version": "(newest)", "component": "node_prep"}
-                         for n in list(base) + list(values["gpu_node_prep_extra_packages"])]
-        repos = section["repositories"]
-        keys = section["keys"]
-        # a quoted "false" (-e name=false) must not read as true
-        manage = str(values.get("nvidia_container_toolkit_repo_manage", True)).strip().lower()
-        if manage in ("true", "yes", "on", "y", "t", "1"):
-            kit_repo = values.get("nvidia_container_toolkit_repo_url") or TOOLKIT_REPO[family]
-            repos.append({"component": "toolkit", "url": kit_repo, "mirror": mirror_url(kit_repo, mirror)})
-            key = values.get("nvidia_container_toolkit_repo_key_url") or TOOLKIT_KEY
-            keys.append({"component": "toolkit", "url": key, "mirror": mirror_url(key, mirror)})
+        per_arch, errors = {}, []
+        for arch in archs:
+            part = _arch_packages(_arch_plan(plan, arch, archs), values, distro, family, mirror, today, arch)
+            if "errors" in part:
+                errors += ["%s: %s" % (arch, e) if len(archs) > 1 else e for e in part["errors"]]
+            per_arch[arch] = part
+        if errors:
+            out[distro] = {"errors": errors}
+            continue
+        first = per_arch[archs[0]]
         out[distro] = {"family": family, "fetch_image": FETCH_IMAGES[distro],
                        "package_manager": "apt" if family == "Debian" else "dnf",
-                       "codename": CODENAMES.get(distro, ""), "driver": section["driver"],
+                       "codename": CODENAMES.get(distro, ""), "driver": first["driver"],
                        "kernel_headers": "%s (headers of each node's running kernel; fetched for the kernels "
-                                         "listed in KERNELS)" % section["headers"],
-                       "packages": packages, "repositories": repos, "keys": keys}
+                                         "listed in KERNELS)" % first["headers"],
+                       "packages": first["packages"], "repositories": first["repositories"], "keys": first["keys"],
+                       # the node architectures; the keys above are those of the first, other_architectures
+                       # holds the same keys for each further one
+                       "architectures": archs,
+                       "other_architectures": {a: {k: per_arch[a][k] for k in ("driver", "packages", "repositories",
+                                                                               "keys")} for a in archs[1:]}}
     return out, distros
 
 
@@ -247,6 +294,11 @@ def manifest(plan, values, node_hosts=(), today=None):
         notes.append("OpenShift: OLM packages come from the cluster's catalog sources; in a disconnected "
                      "cluster mirror them with oc-mirror (ImageSetConfiguration operators/packages below).")
     m = plan_mirror(values)
+    archs = node_architectures(plan)
+    if archs != ["amd64"]:
+        notes.append("Node architectures: %s (from the pools' GPU types). OS packages are listed and fetched for "
+                     "each; container images are copied with `skopeo copy --all`, every architecture of their "
+                     "index, so one copy serves amd64 and arm64 nodes." % ", ".join(archs))
     return {
         "inventory": plan.get("inventory_name") or "",
         "cluster_name": plan.get("cluster_name") or "",
@@ -254,6 +306,7 @@ def manifest(plan, values, node_hosts=(), today=None):
         "addons_mode": plan.get("addons_mode"),
         "mirror": {"registry": m["registry_prefix"], "package_url": m["package_url"],
                    "chart_path": m["chart_path"]},
+        "node_architectures": archs,
         "os_packages": os_packages,
         "images": imgs,
         "charts": charts,

@@ -32,13 +32,20 @@ def manifest_markdown(man):
         if "errors" in sec:
             out += ["- " + e for e in sec["errors"]] + [""]
             continue
-        out += _table(["package", "version", "component"],
-                      [(p["name"], p["version"], p["component"]) for p in sec["packages"]])
-        out += ["", "Kernel headers: %s." % sec["kernel_headers"], ""]
-        out += _table(["repository", "component", "mirror URL"],
-                      [(r["url"], r["component"], r["mirror"]) for r in sec["repositories"]])
-        out += [""] + _table(["signing key", "component", "mirror URL"],
-                             [(k["url"], k["component"], k["mirror"]) for k in sec["keys"]]) + [""]
+        views = _arch_views(sec)
+        for arch, view in views:
+            if len(views) > 1 or arch != NATIVE_ARCH:
+                out += ["### %s nodes (%s)" % (arch, distro), ""]
+            out += _table(["package", "version", "component"],
+                          [(p["name"], p["version"], p["component"]) for p in view["packages"]])
+            if view is sec:
+                out += ["", "Kernel headers: %s." % sec["kernel_headers"], ""]
+            else:
+                out += [""]
+            out += _table(["repository", "component", "mirror URL"],
+                          [(r["url"], r["component"], r["mirror"]) for r in view["repositories"]])
+            out += [""] + _table(["signing key", "component", "mirror URL"],
+                                 [(k["url"], k["component"], k["mirror"]) for k in view["keys"]]) + [""]
     out += ["## Container images", ""]
     out += _table(["image", "tag", "digest", "used by", "mirror reference"],
                   [(i["source"].split("@")[0].rsplit(":", 1)[0], i["tag"], i["digest"] or "-", i["component"],
@@ -71,8 +78,9 @@ def _q(value):
 
 
 # Shell function run inside the distro container: one repository index (a dists/<suite> folder or
-# a flat repository) with its signed Release files and the amd64 package lists (also under
-# by-hash/SHA256/, which apt asks for first), so apt verifies the mirror with the upstream key.
+# a flat repository) with its signed Release files and the package lists of the node architectures
+# (binary-<arch> and binary-all; also under by-hash/SHA256/, which apt asks for first), so apt verifies
+# the mirror with the upstream key.
 APT_INDEX_FUNCTION = r"""mirror_index() {
   local base=${1%/} filter=$2 rel release f h d
   rel=${base#*://}; mkdir -p "/out/$rel"
@@ -92,72 +100,204 @@ APT_INDEX_FUNCTION = r"""mirror_index() {
 }"""
 
 
+def apt_index_function(archs=("amd64",)):
+    """``mirror_index`` keeping the package lists of ``archs`` (Debian architectures) and ``all``."""
+    return APT_INDEX_FUNCTION.replace("binary-(amd64|all)", "binary-(%s|all)" % "|".join(archs))
+
+
+# Debian architecture of the fetch container: the plain apt pass fetches for it; every other node
+# architecture gets its own pass with apt's native architecture switched (no emulation needed).
+NATIVE_ARCH = "amd64"
+# the distribution's own archive for a further architecture's pass (dependencies resolve against it;
+# gpufleet does not mirror it): Debian serves every architecture from one archive, Ubuntu serves
+# arm64 from ports.ubuntu.com
+BASE_SOURCES = {
+    "debian": ["deb http://deb.debian.org/debian {codename} main", "deb http://deb.debian.org/debian {codename}-updates main",
+               "deb http://deb.debian.org/debian-security {codename}-security main"],
+    "ubuntu": ["deb http://ports.ubuntu.com/ubuntu-ports {codename} main restricted universe multiverse",
+               "deb http://ports.ubuntu.com/ubuntu-ports {codename}-updates main restricted universe multiverse",
+               "deb http://ports.ubuntu.com/ubuntu-ports {codename}-security main restricted universe multiverse"],
+}
+DNF_ARCH = {"amd64": "x86_64", "arm64": "aarch64"}
+
+
+def _arch_views(sec):
+    """[(arch, packages/repositories/keys of that arch)] in the section's order (amd64 when not recorded)."""
+    archs = sec.get("architectures") or [NATIVE_ARCH]
+    others = sec.get("other_architectures") or {}
+    return [(arch, sec if index == 0 else others[arch]) for index, arch in enumerate(archs)]
+
+
+def _apt_sources_line(url, rest, key_index):
+    signed = " [signed-by=/etc/apt/keyrings/gpufleet-%d.asc]" % key_index if key_index is not None else ""
+    return "deb%s %s %s" % (signed, url, rest)
+
+
 def _apt_setup(sec):
     """Shell lines run inside the distro container: the sources the roles add, then the fetch."""
+    views = _arch_views(sec)
+    archs = [arch for arch, _view in views]
     lines = ["apt-get update -qq", "apt-get install -y -qq --no-install-recommends ca-certificates curl gnupg >/dev/null",
-             "install -d -m 0755 /etc/apt/keyrings", APT_INDEX_FUNCTION]
-    for index, key in enumerate(sec["keys"]):
-        lines.append("curl -fsSL %s -o /etc/apt/keyrings/gpufleet-%d.asc" % (_q(key["url"]), index))
-        lines.append("k=%s; mkdir -p \"/out/${k%%/*}\"; cp /etc/apt/keyrings/gpufleet-%d.asc \"/out/$k\"" % (
-            _q(key["url"].split("://", 1)[1]), index))
-    for repo in sec["repositories"]:
-        key_index = next((i for i, k in enumerate(sec["keys"]) if k["component"] == repo["component"]), None)
-        signed = " [signed-by=/etc/apt/keyrings/gpufleet-%d.asc]" % key_index if key_index is not None else ""
-        url = repo["url"].rstrip("/")
-        if url in (DEBIAN_ARCHIVE, DEBIAN_SECURITY):
-            suites = [sec["codename"], sec["codename"] + "-updates"] if url == DEBIAN_ARCHIVE \
-                else [sec["codename"] + "-security"]
-            for suite in suites:
-                lines.append("echo %s >>/etc/apt/sources.list.d/gpufleet.list" % _q(
-                    "deb %s %s contrib non-free non-free-firmware" % (url, suite)))
-                lines.append("mirror_index %s %s" % (_q("%s/dists/%s" % (url, suite)),
-                                                     _q("^(contrib|non-free|non-free-firmware)/")))
-        else:
-            lines.append("echo %s >>/etc/apt/sources.list.d/gpufleet.list" % _q("deb%s %s/ /" % (signed, url)))
-            lines.append("mirror_index %s %s" % (_q(url), _q(".")))
-    specs = " ".join(_q(p["name"] + ("=" + p["version"] if p["version"] != "(newest)" else ""))
-                     for p in sec["packages"])
-    lines += [
-        "apt-get update -qq",
-        "# shellcheck disable=SC2086",
-        "apt-get install -y --no-install-recommends --print-uris %s $KERNEL_PKGS "
-        "| awk '/^.http/ {print $1}' | tr -d \"'\" >/out/.package-uris" % specs,
-        "while read -r uri; do",
-        "  rel=${uri#*://}; mkdir -p \"/out/${rel%/*}\"",
-        "  curl -fsSL \"$uri\" -o \"/out/$rel\"",
-        "done </out/.package-uris",
-    ]
+             "install -d -m 0755 /etc/apt/keyrings", apt_index_function(archs)]
+    key_files, indexed = {}, set()
+    for number, (arch, view) in enumerate(views):
+        for key in view["keys"]:
+            if number and key["url"] in key_files:
+                continue   # the same key for a further architecture: written once
+            index = len(key_files) if number else view["keys"].index(key)
+            key_files.setdefault(key["url"], index)
+            lines.append("curl -fsSL %s -o /etc/apt/keyrings/gpufleet-%d.asc" % (_q(key["url"]), index))
+            lines.append("k=%s; mkdir -p \"/out/${k%%/*}\"; cp /etc/apt/keyrings/gpufleet-%d.asc \"/out/$k\"" % (
+                _q(key["url"].split("://", 1)[1]), index))
+        native = arch == NATIVE_ARCH
+        sources = "/etc/apt/sources.list.d/gpufleet.list" if native else "/etc/apt/gpufleet-%s/sources.list" % arch
+        if not native:
+            lines.append("install -d /etc/apt/gpufleet-%s/parts /var/lib/apt/lists-%s/partial" % (arch, arch))
+            lines += ["echo %s >>%s" % (_q(line.format(codename=sec["codename"])), sources)
+                      for line in BASE_SOURCES["debian" if sec["fetch_image"].startswith("docker.io/library/debian")
+                                               else "ubuntu"]]
+        for repo in view["repositories"]:
+            key_index = next((key_files[k["url"]] for k in view["keys"] if k["component"] == repo["component"]), None)
+            url = repo["url"].rstrip("/")
+            if url in (DEBIAN_ARCHIVE, DEBIAN_SECURITY):
+                suites = [sec["codename"], sec["codename"] + "-updates"] if url == DEBIAN_ARCHIVE \
+                    else [sec["codename"] + "-security"]
+                for suite in suites:
+                    lines.append("echo %s >>%s" % (_q(
+                        "deb %s %s contrib non-free non-free-firmware" % (url, suite)), sources))
+                    index_line = "mirror_index %s %s" % (_q("%s/dists/%s" % (url, suite)),
+                                                         _q("^(contrib|non-free|non-free-firmware)/"))
+                    if index_line not in indexed:
+                        indexed.add(index_line)
+                        lines.append(index_line)
+            else:
+                lines.append("echo %s >>%s" % (_q(_apt_sources_line(url + "/", "/", key_index)), sources))
+                index_line = "mirror_index %s %s" % (_q(url), _q("."))
+                if index_line not in indexed:
+                    indexed.add(index_line)
+                    lines.append(index_line)
+        lines += _apt_fetch(arch, view["packages"])
     return lines
 
 
-def _dnf_setup(sec):
-    lines = ["dnf install -y -q 'dnf-command(download)' >/dev/null"]
-    for key in sec["keys"]:
-        rel = key["url"].split("://", 1)[1]
-        lines.append("k=%s; mkdir -p \"/out/${k%%/*}\"; curl -fsSL %s -o \"/out/$k\"" % (_q(rel), _q(key["url"])))
-    for index, repo in enumerate(sec["repositories"]):
-        key = next((k["url"] for k in sec["keys"] if k["component"] == repo["component"]), "")
-        lines.append("printf '%%s\\n' '[gpufleet-%d]' 'name=gpufleet %s' %s 'enabled=1' 'gpgcheck=1' %s "
-                     ">/etc/yum.repos.d/gpufleet-%d.repo" % (index, repo["component"], _q("baseurl=" + repo["url"]),
-                                                             _q("gpgkey=" + key), index))
-    specs = " ".join(_q(p["name"] + ("-" + p["version"] if p["version"] != "(newest)" else ""))
-                     for p in sec["packages"])
-    lines += [
-        "# shellcheck disable=SC2086",
-        "dnf download -q --resolve --urls %s $KERNEL_PKGS >/out/.package-uris" % specs,
-        "while read -r uri; do rel=${uri#*://}; mkdir -p \"/out/${rel%/*}\"; "
-        "curl -fsSL \"$uri\" -o \"/out/$rel\"; done </out/.package-uris",
-    ]
-    for repo in sec["repositories"]:
-        base = repo["url"].rstrip("/")
-        lines += [
-            "rel=%s; mkdir -p \"/out/$rel/repodata\"" % _q(base.split("://", 1)[1]),
-            "curl -fsSL %s -o \"/out/$rel/repodata/repomd.xml\"" % _q(base + "/repodata/repomd.xml"),
-            "curl -fsSL %s -o \"/out/$rel/repodata/repomd.xml.asc\" || rm -f \"/out/$rel/repodata/repomd.xml.asc\"" % _q(
-                base + "/repodata/repomd.xml.asc"),
-            "grep -o 'href=\"[^\"]*\"' \"/out/$rel/repodata/repomd.xml\" | cut -d'\"' -f2 | while read -r f; do "
-            "curl -fsSL %s\"/$f\" -o \"/out/$rel/$f\"; done" % _q(base),
+def _apt_fetch(arch, packages):
+    """The packages of one architecture: resolved by apt, the URIs it prints downloaded."""
+    specs = " ".join(_q(p["name"] + ("=" + p["version"] if p["version"] != "(newest)" else "")) for p in packages)
+    if arch == NATIVE_ARCH:
+        return [
+            "apt-get update -qq",
+            "# shellcheck disable=SC2086",
+            "apt-get install -y --no-install-recommends --print-uris %s $KERNEL_PKGS "
+            "| awk '/^.http/ {print $1}' | tr -d \"'\" >/out/.package-uris" % specs,
+            "while read -r uri; do",
+            "  rel=${uri#*://}; mkdir -p \"/out/${rel%/*}\"",
+            "  curl -fsSL \"$uri\" -o \"/out/$rel\"",
+            "done </out/.package-uris",
         ]
+    var = "apt_" + arch
+    return [
+        "# %s nodes: apt resolves as on such a node (native architecture %s, its own sources and lists),"
+        % (arch, arch),
+        "# without emulation; the container's installed packages, relabelled %s, stand for the node's base" % arch,
+        "# system (foreign-architecture specs name:%s would pull Architecture: all packages' dependencies" % arch,
+        "# as %s)" % NATIVE_ARCH,
+        "sed 's/^Architecture: %s$/Architecture: %s/' /var/lib/dpkg/status >/var/lib/dpkg/status-%s" % (
+            NATIVE_ARCH, arch, arch),
+        "%s=(-o APT::Architecture=%s -o APT::Architectures::=%s -o Dir::State::status=/var/lib/dpkg/status-%s "
+        "-o Dir::State::Lists=/var/lib/apt/lists-%s -o Dir::Etc::SourceList=/etc/apt/gpufleet-%s/sources.list "
+        "-o Dir::Etc::SourceParts=/etc/apt/gpufleet-%s/parts)" % (var, arch, arch, arch, arch, arch, arch),
+        "apt-get \"${%s[@]}\" update -qq" % var,
+        "# shellcheck disable=SC2086",
+        "apt-get \"${%s[@]}\" install -y --no-install-recommends --print-uris %s $KERNEL_PKGS_%s "
+        "| awk '/^.http/ {print $1}' | tr -d \"'\" >/out/.package-uris-%s" % (var, specs, arch.upper(), arch),
+        "while read -r uri; do",
+        "  rel=${uri#*://}; mkdir -p \"/out/${rel%/*}\"",
+        "  curl -fsSL \"$uri\" -o \"/out/$rel\"",
+        "done </out/.package-uris-%s" % arch,
+    ]
+
+
+def _dnf_setup(sec):
+    views = _arch_views(sec)
+    lines = ["dnf install -y -q 'dnf-command(download)' >/dev/null"]
+    keys_seen, indexed = set(), set()
+    for arch, view in views:
+        for key in view["keys"]:
+            if key["url"] in keys_seen:
+                continue
+            keys_seen.add(key["url"])
+            rel = key["url"].split("://", 1)[1]
+            lines.append("k=%s; mkdir -p \"/out/${k%%/*}\"; curl -fsSL %s -o \"/out/$k\"" % (_q(rel), _q(key["url"])))
+        native = arch == NATIVE_ARCH
+        # a further architecture's repositories are off unless its pass enables them
+        prefix = "gpufleet-" if native else "gpufleet-%s-" % DNF_ARCH[arch]
+        for index, repo in enumerate(view["repositories"]):
+            key = next((k["url"] for k in view["keys"] if k["component"] == repo["component"]), "")
+            lines.append("printf '%%s\\n' '[%s%d]' 'name=gpufleet %s' %s '%s' 'gpgcheck=1' %s "
+                         ">/etc/yum.repos.d/%s%d.repo" % (prefix, index, repo["component"], _q("baseurl=" + repo["url"]),
+                                                          "enabled=1" if native else "enabled=0", _q("gpgkey=" + key),
+                                                          prefix, index))
+        specs = " ".join(_q(p["name"] + ("-" + p["version"] if p["version"] != "(newest)" else ""))
+                         for p in view["packages"])
+        if native:
+            lines += [
+                "# shellcheck disable=SC2086",
+                "dnf download -q --resolve --urls %s $KERNEL_PKGS >/out/.package-uris" % specs,
+                "while read -r uri; do rel=${uri#*://}; mkdir -p \"/out/${rel%/*}\"; "
+                "curl -fsSL \"$uri\" -o \"/out/$rel\"; done </out/.package-uris",
+            ]
+        else:
+            lines += [
+                "# %s nodes: dnf resolves for %s (--forcearch: the base repositories' $basearch and the" % (
+                    arch, DNF_ARCH[arch]),
+                "# packages' architecture; nothing is installed or run, so no emulation is needed)",
+                "# shellcheck disable=SC2086",
+                "dnf download -q --forcearch %s --disablerepo 'gpufleet-[0-9]*' --enablerepo 'gpufleet-%s-*' "
+                "--resolve --urls %s $KERNEL_PKGS_%s >/out/.package-uris-%s" % (
+                    DNF_ARCH[arch], DNF_ARCH[arch], specs, arch.upper(), arch),
+                "while read -r uri; do rel=${uri#*://}; mkdir -p \"/out/${rel%%/*}\"; "
+                "curl -fsSL \"$uri\" -o \"/out/$rel\"; done </out/.package-uris-%s" % arch,
+            ]
+    for _arch, view in views:
+        for repo in view["repositories"]:
+            base = repo["url"].rstrip("/")
+            if base in indexed:
+                continue
+            indexed.add(base)
+            lines += [
+                "rel=%s; mkdir -p \"/out/$rel/repodata\"" % _q(base.split("://", 1)[1]),
+                "curl -fsSL %s -o \"/out/$rel/repodata/repomd.xml\"" % _q(base + "/repodata/repomd.xml"),
+                "curl -fsSL %s -o \"/out/$rel/repodata/repomd.xml.asc\" || rm -f \"/out/$rel/repodata/repomd.xml.asc\"" % _q(
+                    base + "/repodata/repomd.xml.asc"),
+                "grep -o 'href=\"[^\"]*\"' \"/out/$rel/repodata/repomd.xml\" | cut -d'\"' -f2 | while read -r f; do "
+                "curl -fsSL %s\"/$f\" -o \"/out/$rel/$f\"; done" % _q(base),
+            ]
+    return lines
+
+
+def _kernel_var(arch):
+    """Variable naming the kernel header packages of ``arch`` inside the container."""
+    return "KERNEL_PKGS" if arch == NATIVE_ARCH else "KERNEL_PKGS_" + arch.upper()
+
+
+# how a kernel release names its architecture (Debian: 6.1.0-37-arm64, RHEL: 5.14.0-427.el9.aarch64)
+KERNEL_ARCH_SUFFIXES = {"amd64": "*amd64|*x86_64", "arm64": "*arm64|*aarch64"}
+
+
+def _kernel_split(archs, header_fmt):
+    """Shell lines sorting $KERNELS by the architecture their names end in; a name without one
+    (Ubuntu's 6.8.0-45-generic) is fetched for every node architecture."""
+    lines = ["%s=''" % _kernel_var(a).lower() for a in archs] + ["for k in $KERNELS; do", "  case $k in"]
+    for arch in archs:
+        var = _kernel_var(arch).lower()
+        lines.append("    %s) %s=\"$%s %s\" ;;" % (KERNEL_ARCH_SUFFIXES[arch], var, var, header_fmt % "$k"))
+    others = [s for a, s in sorted(KERNEL_ARCH_SUFFIXES.items()) if a not in archs]
+    if others:
+        lines.append("    %s) echo \"KERNELS: $k is not a node architecture of this manifest (%s)\" >&2 ;;" % (
+            "|".join(others), ", ".join(archs)))
+    lines.append("    *) %s ;;" % "; ".join("%s=\"$%s %s\"" % (_kernel_var(a).lower(), _kernel_var(a).lower(),
+                                                                  header_fmt % "$k") for a in archs))
+    lines += ["  esac", "done"]
     return lines
 
 
@@ -167,9 +307,17 @@ def script_packages(man):
         "# docker), with the upstream repository indexes and signing keys, into",
         "#   ${OUT:-./packages}/<distro>/<upstream host>/<upstream path>",
         "# Serve ${OUT}/<distro> as gpufleet_mirror_package_url (upstream signatures stay valid).",
-        "# KERNELS=\"6.1.0-37-amd64 ...\": also fetch the kernel headers of these node kernels."]))
+        "# KERNELS=\"6.1.0-37-amd64 ...\": also fetch the kernel headers of these node kernels."] + (
+        ["# Node architectures: %s. Run on an amd64 machine: the containers are amd64 and fetch the" % (
+            ", ".join(man["node_architectures"])),
+         "# other architectures' packages without emulation (apt with its native architecture switched,",
+         "# dnf --forcearch); a kernel name ending in its architecture (-arm64, .aarch64) gets that one's headers."]
+        if man.get("node_architectures", [NATIVE_ARCH]) != [NATIVE_ARCH] else [])))
     body = ['OUT=${OUT:-$PWD/packages}', 'ENGINE=${ENGINE:-$(command -v podman || command -v docker)}',
             'KERNELS=${KERNELS:-}']
+    if any((sec.get("architectures") or [NATIVE_ARCH]) != [NATIVE_ARCH] for sec in man["os_packages"].values()):
+        body.append("[ \"$(uname -m)\" = x86_64 ] || { echo 'run this on an amd64 (x86_64) machine: the containers "
+                    "fetch for amd64 natively' >&2; exit 1; }")
     if not man["os_packages"]:
         body.append('echo "no OS packages in this manifest"')
     for distro, sec in sorted(man["os_packages"].items()):
@@ -178,15 +326,26 @@ def script_packages(man):
             continue
         inner = _apt_setup(sec) if sec["package_manager"] == "apt" else _dnf_setup(sec)
         header_fmt = "linux-headers-%s" if sec["package_manager"] == "apt" else "kernel-devel-%s"
+        archs = sec.get("architectures") or [NATIVE_ARCH]
+        if archs == [NATIVE_ARCH]:
+            body += [
+                "",
+                "# %s (%s): %d packages" % (distro, sec["package_manager"], len(sec["packages"])),
+                "kernel_pkgs=''",
+                "for k in $KERNELS; do kernel_pkgs=\"$kernel_pkgs %s\"; done" % (header_fmt % "$k"),
+            ]
+            env = "-e KERNEL_PKGS=\"$kernel_pkgs\""
+        else:
+            body += ["", "# %s (%s): %s packages, node architectures %s" % (
+                distro, sec["package_manager"], " + ".join(str(len(view["packages"])) for _a, view in _arch_views(sec)),
+                ", ".join(archs))]
+            body += _kernel_split(archs, header_fmt)
+            env = " ".join("-e %s=\"$%s\"" % (_kernel_var(a), _kernel_var(a).lower()) for a in archs)
         body += [
-            "",
-            "# %s (%s): %d packages" % (distro, sec["package_manager"], len(sec["packages"])),
-            "kernel_pkgs=''",
-            "for k in $KERNELS; do kernel_pkgs=\"$kernel_pkgs %s\"; done" % (header_fmt % "$k"),
             "mkdir -p \"$OUT/%s\"" % distro,
             "# shellcheck disable=SC2016  # expanded inside the container",
-            "\"$ENGINE\" run --rm -e KERNEL_PKGS=\"$kernel_pkgs\" -v \"$OUT/%s:/out\" %s bash -euo pipefail -c %s" % (
-                distro, _q(sec["fetch_image"]), _q("\n".join(inner))),
+            "\"$ENGINE\" run --rm %s -v \"$OUT/%s:/out\" %s bash -euo pipefail -c %s" % (
+                env, distro, _q(sec["fetch_image"]), _q("\n".join(inner))),
         ]
     body.append('echo "packages in $OUT"')
     return head + "\n".join(body) + "\n"
@@ -208,7 +367,10 @@ def script_images(man):
     head = SCRIPT_HEAD % (man["inventory"], "\n".join([
         "# Copies every container image of the manifest with skopeo:",
         "#   MIRROR=registry.example.internal:5000[/path]  -> docker://$MIRROR/<path>:<tag>",
-        "#   no MIRROR                                     -> ${OUT:-./images}/<name>.tar (oci-archive)"]))
+        "#   no MIRROR                                     -> ${OUT:-./images}/<name>.tar (oci-archive)"] + (
+        ["# --all copies every architecture of a multi-architecture image (its index and each platform's",
+         "# manifest), so one copy serves the %s nodes of this inventory." % " and ".join(man["node_architectures"])]
+        if man.get("node_architectures", [NATIVE_ARCH]) != [NATIVE_ARCH] else [])))
     body = ['MIRROR=${MIRROR:-%s}' % man["mirror"]["registry"], 'OUT=${OUT:-$PWD/images}',
             'copy() {',
             '  local src=$1 path=$2',
