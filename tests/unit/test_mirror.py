@@ -1,6 +1,7 @@
 """Air-gap mirror: the manifest logic, the mirror rewrites and the generated fetch scripts."""
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -170,12 +171,17 @@ def test_manifest_is_deterministic():
     assert list(mirror_manifest.manifest(plan(), values, ["n1"])["os_packages"]) == ["debian-12", "rhel-9"]
 
 
+GB200 = {"name": "grace", "gpu_type": "gb200", "gpus_per_node": 4, "max_nodes": 2}
+ALL_DISTROS = {"nvidia_driver_node_distros": ["debian-12", "ubuntu-22.04", "rocky-9", "amazon-2023"]}
+
 CASES = [
     (plan(), {"nvidia_driver_node_distros": ["debian-12", "ubuntu-22.04", "rocky-9", "amazon-2023"],
               "nvidia_driver_flavour": "proprietary"}),
     (plan(mode="operator"), {}),
     (plan("openshift", "operator"), {}),
     (plan("gke-autopilot", "none"), {}),
+    (plan(pools=[POOLS[1], GB200]), ALL_DISTROS),      # amd64 + arm64 nodes
+    (plan(pools=[GB200]), ALL_DISTROS),                # arm64 nodes only
 ]
 
 
@@ -218,11 +224,13 @@ def test_markdown_tables():
 def _inner_scripts(man):
     for distro, sec in sorted(man["os_packages"].items()):
         lines = mirror_scripts._apt_setup(sec) if sec["package_manager"] == "apt" else mirror_scripts._dnf_setup(sec)
-        yield distro, "#!/usr/bin/env bash\nset -euo pipefail\nKERNEL_PKGS=''\n" + "\n".join(lines) + "\n"
+        yield distro, ("#!/usr/bin/env bash\nset -euo pipefail\nexport KERNEL_PKGS='' KERNEL_PKGS_ARM64=''\n"
+                       + "\n".join(lines) + "\n")
 
 
-def test_container_side_scripts_are_valid_bash(tmp_path):
-    p, values = CASES[0]
+@pytest.mark.parametrize("case", [0, 4, 5])
+def test_container_side_scripts_are_valid_bash(case, tmp_path):
+    p, values = CASES[case]
     man = mirror_manifest.manifest(p, values, ["n1"])
     seen = []
     for distro, text in _inner_scripts(man):
@@ -263,3 +271,137 @@ def test_apt_index_function_mirrors_signed_lists_and_by_hash(tmp_path):
     digest = hashlib.sha256(b"nf-list").hexdigest()
     assert (got / "non-free/binary-amd64/by-hash/SHA256" / digest).read_bytes() == b"nf-list"
     assert not (got / "main").exists() and not (got / "contrib/binary-arm64").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Node architectures (arm64 pools: gb200)
+
+@pytest.mark.parametrize("pools,want", [
+    ([], ["amd64"]),                                   # no pool says otherwise
+    ([POOLS[0]], ["amd64"]),
+    ([GB200], ["arm64"]),
+    ([POOLS[1], GB200], ["amd64", "arm64"]),
+    ([{"name": "x", "gpu_type": "unknown-gpu"}], ["amd64"]),
+])
+def test_node_architectures_follow_the_pools_gpu_types(pools, want):
+    assert mirror_manifest.node_architectures({"pools": pools}) == want
+
+
+def test_manifest_lists_each_node_architecture_with_its_repositories():
+    # v100 (amd64) needs the proprietary modules, gb200 (arm64) the open ones: each architecture's driver plan
+    # sees only its own pools' GPUs
+    man = mirror_manifest.manifest(plan(pools=[POOLS[1], GB200]),
+                                   {"nvidia_driver_node_distros": ["debian-12", "ubuntu-24.04", "rhel-9"]}, ["n1"],
+                                   today="2026-12-01")
+    assert man["node_architectures"] == ["amd64", "arm64"]
+    assert any("skopeo copy --all" in n and "amd64, arm64" in n for n in man["notes"])
+    deb = man["os_packages"]["debian-12"]
+    assert deb["architectures"] == ["amd64", "arm64"] and list(deb["other_architectures"]) == ["arm64"]
+    arm = deb["other_architectures"]["arm64"]
+    assert [r["url"] for r in deb["repositories"]] == [
+        "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/",
+        "https://nvidia.github.io/libnvidia-container/stable/deb/amd64"]
+    assert [r["url"] for r in arm["repositories"]] == [
+        "https://developer.download.nvidia.com/compute/cuda/repos/debian12/sbsa/",
+        "https://nvidia.github.io/libnvidia-container/stable/deb/arm64"]
+    assert arm["keys"][0]["url"].startswith("https://developer.download.nvidia.com/compute/cuda/repos/debian12/sbsa/")
+    assert (deb["driver"]["flavour"], arm["driver"]["flavour"]) == ("proprietary", "open")
+    assert "nvidia-open" in [p["name"] for p in arm["packages"]][0]
+    rhel = man["os_packages"]["rhel-9"]["other_architectures"]["arm64"]
+    assert [r["url"] for r in rhel["repositories"]] == [
+        "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/sbsa",
+        "https://nvidia.github.io/libnvidia-container/stable/rpm/aarch64"]
+    md = mirror_scripts.manifest_markdown(man)
+    assert "### arm64 nodes (debian-12)" in md and "| https://nvidia.github.io/libnvidia-container/stable/deb/arm64 |" in md
+
+
+def test_amd64_only_manifest_and_scripts_name_no_other_architecture():
+    man = mirror_manifest.manifest(*CASES[0], node_hosts=["n1"])
+    assert man["node_architectures"] == ["amd64"]
+    for sec in man["os_packages"].values():
+        assert sec["architectures"] == ["amd64"] and sec["other_architectures"] == {}
+    text = "".join(mirror_scripts.scripts(man).values()) + mirror_scripts.manifest_markdown(man)
+    for word in ("arm64", "aarch64", "forcearch", "APT::Architecture", "KERNEL_PKGS_", "uname -m", "### "):
+        assert word not in text, word
+    assert "binary-(amd64|all)" in text
+    assert "for k in $KERNELS; do kernel_pkgs=\"$kernel_pkgs linux-headers-$k\"; done" in text
+
+
+def test_apt_script_fetches_arm64_with_apts_native_architecture_switched():
+    man = mirror_manifest.manifest(*CASES[4], node_hosts=["n1"])
+    deb = "\n".join(mirror_scripts._apt_setup(man["os_packages"]["debian-12"]))
+    assert "binary-(amd64|arm64|all)" in deb
+    # amd64: the container's own apt, as before; arm64: its own sources list, lists, status and native arch
+    assert "apt-get install -y --no-install-recommends --print-uris" in deb
+    assert ("echo 'deb [signed-by=/etc/apt/keyrings/gpufleet-2.asc] https://developer.download.nvidia.com/compute/"
+            "cuda/repos/debian12/sbsa/ /' >>/etc/apt/gpufleet-arm64/sources.list") in deb
+    assert ("echo 'deb [signed-by=/etc/apt/keyrings/gpufleet-1.asc] https://nvidia.github.io/libnvidia-container/"
+            "stable/deb/arm64/ /' >>/etc/apt/gpufleet-arm64/sources.list") in deb        # the toolkit key, once
+    assert deb.count("https://nvidia.github.io/libnvidia-container/gpgkey") == 1
+    assert ("printf '%s\\n' 'deb http://deb.debian.org/debian bookworm main' 'deb http://deb.debian.org/debian "
+            "bookworm-updates main' 'deb http://deb.debian.org/debian-security bookworm-security main' "
+            ">/etc/apt/gpufleet-arm64/sources.list") in deb
+    assert "sed 's/^Architecture: amd64$/Architecture: arm64/' /var/lib/dpkg/status >/var/lib/dpkg/status-arm64" in deb
+    assert ("apt_arm64=(-o APT::Architecture=arm64 -o APT::Architectures::=arm64 -o Dir::State::status=/var/lib/dpkg/"
+            "status-arm64 -o Dir::State::Lists=/var/lib/apt/lists-arm64 -o Dir::Etc::SourceList=/etc/apt/gpufleet-arm64/"
+            "sources.list -o Dir::Etc::SourceParts=/etc/apt/gpufleet-arm64/parts)") in deb
+    assert "apt-get \"${apt_arm64[@]}\" install -y --no-install-recommends --print-uris 'nvidia-open" in deb
+    assert "$KERNEL_PKGS_ARM64 | awk" in deb and not re.search(r"'[a-z0-9.+-]+:arm64", deb)   # no foreign specs
+    ubuntu = "\n".join(mirror_scripts._apt_setup(man["os_packages"]["ubuntu-22.04"]))
+    assert "'deb http://ports.ubuntu.com/ubuntu-ports jammy main restricted universe multiverse'" in ubuntu
+    assert "ubuntu2204/sbsa/" in ubuntu
+    # arm64 nodes only: no amd64 pass, no gpufleet.list for the container's own apt
+    arm_only = "\n".join(mirror_scripts._apt_setup(mirror_manifest.manifest(*CASES[5], node_hosts=["n1"])
+                                                    ["os_packages"]["debian-12"]))
+    assert "binary-(arm64|all)" in arm_only and "sources.list.d/gpufleet.list" not in arm_only
+    assert "x86_64" not in arm_only and "stable/deb/amd64" not in arm_only
+
+
+def test_dnf_script_fetches_aarch64_with_forcearch():
+    man = mirror_manifest.manifest(*CASES[4], node_hosts=["n1"])
+    rocky = "\n".join(mirror_scripts._dnf_setup(man["os_packages"]["rocky-9"]))
+    assert "'[gpufleet-aarch64-0]' 'name=gpufleet driver' 'baseurl=https://developer.download.nvidia.com/compute/cuda/repos/rhel9/sbsa' 'enabled=0'" in rocky
+    assert "'baseurl=https://nvidia.github.io/libnvidia-container/stable/rpm/aarch64' 'enabled=0'" in rocky
+    assert ("dnf download -q --forcearch aarch64 --disablerepo 'gpufleet-[0-9]*' --enablerepo 'gpufleet-aarch64-*' "
+            "--resolve --urls") in rocky
+    assert "$KERNEL_PKGS_ARM64 >/out/.package-uris-arm64" in rocky
+    assert rocky.count("curl -fsSL 'https://nvidia.github.io/libnvidia-container/gpgkey'") == 1   # one key, both archs
+    assert "'https://developer.download.nvidia.com/compute/cuda/repos/rhel9/sbsa/repodata/repomd.xml'" in rocky
+
+
+@pytest.mark.parametrize("kernels,amd64,arm64", [
+    ("6.1.0-37-amd64 6.1.0-37-arm64", "linux-headers-6.1.0-37-amd64", "linux-headers-6.1.0-37-arm64"),
+    ("6.1.0-37-cloud-arm64", "", "linux-headers-6.1.0-37-cloud-arm64"),
+    ("6.8.0-45-generic", "linux-headers-6.8.0-45-generic", "linux-headers-6.8.0-45-generic"),   # no arch in the name
+    ("", "", ""),
+])
+def test_kernels_follow_the_architecture_their_name_ends_in(kernels, amd64, arm64):
+    man = mirror_manifest.manifest(*CASES[4], node_hosts=["n1"])
+    script = mirror_scripts.script_packages(man)
+    start = script.index("# debian-12 (apt)")
+    block = script[start:script.index("mkdir -p", start)]
+    proc = subprocess.run(["bash", "-euc", block + 'echo "[$kernel_pkgs]"; echo "[$kernel_pkgs_arm64]"'],
+                          env={"KERNELS": kernels, "PATH": os.environ["PATH"]}, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert [line.strip("[]").strip() for line in proc.stdout.splitlines()] == [amd64, arm64]
+    assert '-e KERNEL_PKGS="$kernel_pkgs" -e KERNEL_PKGS_ARM64="$kernel_pkgs_arm64"' in script
+    rocky = script[script.index("# rocky-9 (dnf)"):]
+    assert '*arm64|*aarch64) kernel_pkgs_arm64="$kernel_pkgs_arm64 kernel-devel-$k" ;;' in rocky
+
+
+def test_arm64_only_kernel_of_another_architecture_is_reported():
+    script = mirror_scripts.script_packages(mirror_manifest.manifest(*CASES[5], node_hosts=["n1"]))
+    start = script.index("# debian-12 (apt)")
+    block = script[start:script.index("mkdir -p", start)]
+    proc = subprocess.run(["bash", "-euc", block + 'echo "[$kernel_pkgs_arm64]"'],
+                          env={"KERNELS": "6.1.0-37-amd64 6.1.0-37-arm64", "PATH": os.environ["PATH"]},
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[ linux-headers-6.1.0-37-arm64]"
+    assert "6.1.0-37-amd64 is not a node architecture of this manifest (arm64)" in proc.stderr
+
+
+def test_images_script_says_all_architectures_are_copied():
+    images = mirror_scripts.script_images(mirror_manifest.manifest(*CASES[4], node_hosts=["n1"]))
+    assert "# manifest), so one copy serves the amd64 and arm64 nodes of this inventory." in images
+    assert images.count("skopeo copy --all") == 2

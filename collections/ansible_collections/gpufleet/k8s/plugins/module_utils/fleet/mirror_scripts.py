@@ -153,9 +153,9 @@ def _apt_setup(sec):
         sources = "/etc/apt/sources.list.d/gpufleet.list" if native else "/etc/apt/gpufleet-%s/sources.list" % arch
         if not native:
             lines.append("install -d /etc/apt/gpufleet-%s/parts /var/lib/apt/lists-%s/partial" % (arch, arch))
-            lines += ["echo %s >>%s" % (_q(line.format(codename=sec["codename"])), sources)
-                      for line in BASE_SOURCES["debian" if sec["fetch_image"].startswith("docker.io/library/debian")
-                                               else "ubuntu"]]
+            base = BASE_SOURCES["debian" if sec["fetch_image"].startswith("docker.io/library/debian") else "ubuntu"]
+            lines.append("printf '%%s\\n' %s >%s" % (" ".join(_q(line.format(codename=sec["codename"])) for line in base),
+                                                    sources))
         for repo in view["repositories"]:
             key_index = next((key_files[k["url"]] for k in view["keys"] if k["component"] == repo["component"]), None)
             url = repo["url"].rstrip("/")
