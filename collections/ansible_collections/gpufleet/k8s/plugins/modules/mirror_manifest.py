@@ -17,6 +17,9 @@ description:
     repositories and signing keys, container images with tags and digests, Helm charts, OLM
     packages) and writes C(manifest.json), C(manifest.md) and the scripts C(fetch-packages.sh),
     C(fetch-images.sh), C(fetch-charts.sh) into I(dest).
+  - OS packages are listed for each node architecture the pools need (C(node_architectures), from each
+    pool's C(gpu_type); amd64 when none says otherwise); arm64 nodes get their own repositories and
+    packages, fetched without emulation.
   - The scripts are meant for a connected machine; nothing is downloaded by this module.
   - Output is deterministic; a second run with the same inputs reports no change.
 author:
