@@ -168,3 +168,31 @@ def test_toolkit_repository_follows_the_package_mirror(tmp_path):
     assert urls("-e", "gpufleet_mirror_package_url=https://pkgs.internal/m") == [
         "https://pkgs.internal/m/nvidia.github.io/libnvidia-container/stable/deb/amd64",
         "https://pkgs.internal/m/nvidia.github.io/libnvidia-container/stable/rpm/$basearch"]
+
+
+def test_arm64_pool_gets_arm64_packages(tmp_path):
+    """A self-managed host group declared as a GB200 pool (arm64 Grace hosts) beside the amd64 L4 pool."""
+    pools = tmp_path / "pools.json"
+    pools.write_text(json.dumps({"gpufleet_gpu_pools": [
+        {"name": "grace", "gpu_type": "gb200", "gpus_per_node": 4, "node_group": "gpu_pool_train_a100",
+         "min_nodes": 2, "max_nodes": 2},
+        {"name": "infer-l4", "gpu_type": "l4", "gpus_per_node": 1, "node_group": "gpu_pool_infer_l4",
+         "min_nodes": 3, "max_nodes": 3}]}))
+    build = tmp_path / "example"
+    rc, out = mirror_run(build, "example", "-e", "@%s" % pools)
+    assert rc == 0, out[-3000:]
+    man = json.loads((build / "mirror" / "manifest.json").read_text())
+    assert man["node_architectures"] == ["amd64", "arm64"]
+    arm = man["os_packages"]["debian-12"]["other_architectures"]["arm64"]
+    assert [r["url"] for r in arm["repositories"]] == [
+        "https://developer.download.nvidia.com/compute/cuda/repos/debian12/sbsa/",
+        "https://nvidia.github.io/libnvidia-container/stable/deb/arm64"]
+    script = (build / "mirror" / "fetch-packages.sh").read_text()
+    assert "apt_arm64=(-o APT::Architecture=arm64" in script and "binary-(amd64|arm64|all)" in script
+    for name in ("fetch-packages.sh", "fetch-images.sh"):
+        proc = subprocess.run(["bash", "-n", str(build / "mirror" / name)], capture_output=True, text=True)
+        assert proc.returncode == 0, (name, proc.stderr)
+        if shutil.which("shellcheck"):
+            proc = subprocess.run(["shellcheck", str(build / "mirror" / name)], capture_output=True, text=True)
+            assert proc.returncode == 0, (name, proc.stdout)
+    assert "### arm64 nodes (debian-12)" in (build / "mirror" / "manifest.md").read_text()
