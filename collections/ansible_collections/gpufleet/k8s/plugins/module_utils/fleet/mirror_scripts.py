@@ -154,8 +154,8 @@ def _apt_setup(sec):
         if not native:
             lines.append("install -d /etc/apt/gpufleet-%s/parts /var/lib/apt/lists-%s/partial" % (arch, arch))
             base = BASE_SOURCES["debian" if sec["fetch_image"].startswith("docker.io/library/debian") else "ubuntu"]
-            lines.append("printf '%%s\\n' %s >%s" % (" ".join(_q(line.format(codename=sec["codename"])) for line in base),
-                                                    sources))
+            words = " ".join(_q(line.format(codename=sec["codename"])) for line in base)
+            lines.append("printf '%%s\\n' %s >%s" % (words, sources))
         for repo in view["repositories"]:
             key_index = next((key_files[k["url"]] for k in view["keys"] if k["component"] == repo["component"]), None)
             url = repo["url"].rstrip("/")
@@ -295,8 +295,8 @@ def _kernel_split(archs, header_fmt):
     if others:
         lines.append("    %s) echo \"KERNELS: $k is not a node architecture of this manifest (%s)\" >&2 ;;" % (
             "|".join(others), ", ".join(archs)))
-    lines.append("    *) %s ;;" % "; ".join("%s=\"$%s %s\"" % (_kernel_var(a).lower(), _kernel_var(a).lower(),
-                                                                  header_fmt % "$k") for a in archs))
+    every = ["%s=\"$%s %s\"" % (_kernel_var(a).lower(), _kernel_var(a).lower(), header_fmt % "$k") for a in archs]
+    lines.append("    *) %s ;;" % "; ".join(every))
     lines += ["  esac", "done"]
     return lines
 
