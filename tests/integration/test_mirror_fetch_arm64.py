@@ -20,7 +20,7 @@ import pytest
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import mirror_manifest, mirror_scripts
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 from systemd_node import DEBIAN12, podman
-from test_repo_key_pinning import new_key, sign_flat_repository
+from signed_repo import new_key, sign_flat_repository
 
 pytestmark = pytest.mark.skipif(not (shutil.which("gpg") and shutil.which("dpkg-deb")),
                                 reason="gpg and dpkg-deb are required (Debian packages gnupg, dpkg)")
