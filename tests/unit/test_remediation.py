@@ -62,6 +62,9 @@ def test_xid_override_wins_and_says_so():
     ({"max_nodes": 0}, "gpu_remediation_max_nodes: 0 is not allowed; use an integer >= 1"),
     ({"max_nodes": True}, "gpu_remediation_max_nodes: True is not allowed"),
     ({"max_percent": 0}, "gpu_remediation_max_percent: 0 is not allowed; use a number above 0 and at most 100"),
+    ({"hosts_at_once": 0}, "gpu_remediation_hosts_at_once: 0 is not allowed; use an integer >= 1 (hosts reset or "
+                           "rebooted at the same time)"),
+    ({"hosts_at_once": True}, "gpu_remediation_hosts_at_once: True is not allowed"),
     ({"max_percent": 150}, "gpu_remediation_max_percent: 150 is not allowed"),
     ({"dry_run": "yes"}, "gpu_remediation_dry_run: 'yes' (a string) is not allowed; use true or false"),
     ({"prometheus_url": "prometheus:9090"}, "gpu_remediation_prometheus_url: 'prometheus:9090' is not allowed; use an http(s):// base URL"),

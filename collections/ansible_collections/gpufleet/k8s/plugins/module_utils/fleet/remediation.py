@@ -82,6 +82,7 @@ POLICY_DEFAULTS = {
     "actions": ["taint", "cordon", "drain", "replace"],
     "max_nodes": 1,
     "max_percent": 25,
+    "hosts_at_once": 1,
     "restore": True,
     "prometheus_url": "",
     "window": "15m",
@@ -142,6 +143,9 @@ def validate_policy(raw, platform=None):
     if not _int(p["max_nodes"], 1):
         bad("max_nodes", "%r is not allowed; use an integer >= 1 (nodes remediated at once in the cluster)"
             % (p["max_nodes"],))
+    if not _int(p["hosts_at_once"], 1):
+        bad("hosts_at_once", "%r is not allowed; use an integer >= 1 (hosts reset or rebooted at the same time)"
+            % (p["hosts_at_once"],))
     pct = p["max_percent"]
     if isinstance(pct, bool) or not isinstance(pct, (int, float)) or not 0 < pct <= 100:
         bad("max_percent", "%s is not allowed; use a number above 0 and at most 100 (percent of a pool at once)"
