@@ -11,6 +11,13 @@ def gpg(home, *args, data=None):
                           capture_output=True, check=True)
 
 
+def gnupg_home(work):
+    """A private, empty GNUPGHOME under ``work``."""
+    home = work / "gnupg"
+    home.mkdir(mode=0o700)
+    return home
+
+
 def new_key(home, name):
     uid = "gpufleet %s test key <%s@test.invalid>" % (name, name)
     gpg(home, "--passphrase", "", "--quick-gen-key", uid, "ed25519", "sign", "never")

@@ -20,7 +20,7 @@ import pytest
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import mirror_manifest, mirror_scripts
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 from systemd_node import DEBIAN12, podman
-from signed_repo import new_key, sign_flat_repository
+from signed_repo import gnupg_home, new_key, sign_flat_repository
 
 pytestmark = pytest.mark.skipif(not (shutil.which("gpg") and shutil.which("dpkg-deb")),
                                 reason="gpg and dpkg-deb are required (Debian packages gnupg, dpkg)")
@@ -55,8 +55,7 @@ def flat_repo(repo, debs):
 @pytest.fixture(scope="module")
 def standin(tmp_path_factory):
     work = tmp_path_factory.mktemp("mirror-arm64")
-    home = work / "gnupg"
-    home.mkdir(mode=0o700)
+    home = gnupg_home(work)
     uid, _fpr, pub = new_key(home, "standin")
     www = work / "www"
     common = build_deb(work, "gpufleet-standin-common", "all", "libpci3")

@@ -16,13 +16,19 @@ BAD_INPUT_INVENTORY = os.path.join(ROOT, "tests", "integration", "inventories", 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "karpenter")
 
 
-def test_a_missing_platform_is_named_with_the_platforms(tmp_path):
+def inventory_without_platform(tmp_path):
+    """A copy of the bad-input inventory under tmp_path/inv without gpufleet_platform."""
     inventory = tmp_path / "inv"
     shutil.copytree(BAD_INPUT_INVENTORY, str(inventory))
     group_vars = inventory / "group_vars" / "all" / "gpufleet.yml"
     values = yaml.safe_load(group_vars.read_text())
     del values["gpufleet_platform"]
     group_vars.write_text(yaml.safe_dump(values))
+    return inventory
+
+
+def test_a_missing_platform_is_named_with_the_platforms(tmp_path):
+    inventory = inventory_without_platform(tmp_path)
     rc, out = run_site(str(tmp_path / "build"), *TODAY_VARS, playbook="playbooks/preflight.yml",
                        inventory=str(inventory))
     out = re.sub(r"\s+", " ", out)
@@ -64,12 +70,7 @@ def test_migration_playbook_gives_a_cpu_pool_no_gpu_ami(tmp_path):
 def test_a_plan_given_as_an_extra_var_is_refused_before_preflight_could_be_skipped(tmp_path):
     """An extra var wins over set_fact: ``-e gpufleet_plan=...`` used to stand for the plan and skip preflight
     (here an inventory without gpufleet_platform would have rendered on the forged plan). Inline and as @file."""
-    inventory = tmp_path / "inv"
-    shutil.copytree(BAD_INPUT_INVENTORY, str(inventory))
-    group_vars = inventory / "group_vars" / "all" / "gpufleet.yml"
-    values = yaml.safe_load(group_vars.read_text())
-    del values["gpufleet_platform"]
-    group_vars.write_text(yaml.safe_dump(values))
+    inventory = inventory_without_platform(tmp_path)
     forged = {"gpufleet_plan": {"platform": "kubeadm", "apply": False, "pools": [], "build_dir": str(tmp_path / "b")}}
     extra_file = tmp_path / "extra.yml"
     extra_file.write_text(yaml.safe_dump(forged))

@@ -26,7 +26,7 @@ import threading
 import pytest
 
 from ansible_run import CHECKOUT_PATHS, ROOT, run_playbook
-from signed_repo import new_key, sign_flat_repository
+from signed_repo import gnupg_home, new_key, sign_flat_repository
 from systemd_node import (TOOLKIT_PINNED, apt_install, boot, per_worker, podman, podman_inventory, remove,
                           shell_of, standin_toolkit_repo)
 
@@ -44,8 +44,7 @@ pytestmark = pytest.mark.skipif(not shutil.which("gpg"), reason="gpg is required
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     work = tmp_path_factory.mktemp("repokey")
-    home = work / "gnupg"
-    home.mkdir(mode=0o700)
+    home = gnupg_home(work)
     standin_uid, standin_fpr, standin_pub = new_key(home, "standin")
     _uid, attacker_fpr, attacker_pub = new_key(home, "attacker")
     repo = standin_toolkit_repo(work / "repo")
