@@ -62,8 +62,9 @@ def test_fingerprint_is_the_one_gpg_prints(keys, name, form):
 def test_a_keyring_of_two_keys_lists_both(keys):
     both = [keys["one"]["fpr"], keys["two"]["fpr"]]
     assert repo_keys.fingerprints(keys["one"]["binary"] + keys["two"]["binary"]) == both
-    # two armored blocks in one file: apt would trust both, so both are read
-    assert repo_keys.fingerprints(keys["one"]["armored"] + "\n" + keys["two"]["armored"]) == both
+    # two armored blocks in one file: apt would trust both, so such a file is refused outright
+    with pytest.raises(repo_keys.KeyFormatError, match="besides one public key block"):
+        repo_keys.fingerprints(keys["one"]["armored"] + "\n" + keys["two"]["armored"])
 
 
 @needs_gpg
@@ -86,7 +87,9 @@ def test_the_expected_key_with_another_appended_is_refused(keys, form):
     """apt trusts every key in a Signed-By file: an extra key beside NVIDIA's is as bad as a wrong one."""
     data = keys["one"][form] + ("\n" if form == "armored" else b"") + keys["two"][form]
     message = repo_keys.key_problem(data, spec(keys["one"]["fpr"]))
-    assert "found %s, %s" % (keys["one"]["fpr"], keys["two"]["fpr"]) in message, message
+    expected = ("found %s, %s" % (keys["one"]["fpr"], keys["two"]["fpr"]) if form == "binary"
+                else "besides one public key block")
+    assert expected in message, message
 
 
 @pytest.mark.parametrize("content,reason", [
@@ -205,6 +208,11 @@ def preflight(**extra):
     ({"gpufleet_mirror_package_url": "http://m.local/p"}, "gpufleet_mirror_package_url", "is http://"),
     ({"gpufleet_mirror_package_url": "HTTP://m.local/p"}, "gpufleet_mirror_package_url", "gpufleet_allow_http_mirrors"),
     ({"nvidia_container_toolkit_repo_url": "http://m.local/kit"}, "nvidia_container_toolkit_repo_url", "is http://"),
+    # issue 39: a leading blank hid the scheme, and key URLs were not held to https:// at all
+    ({"nvidia_container_toolkit_repo_url": " http://m.local/kit"}, "nvidia_container_toolkit_repo_url", "is http://"),
+    ({"nvidia_driver_repo_key_url": "http://m.local/k.pub"}, "nvidia_driver_repo_key_url", "is http://"),
+    ({"nvidia_container_toolkit_repo_key_url": "http://m.local/gpgkey"}, "nvidia_container_toolkit_repo_key_url",
+     "gpufleet_allow_http_mirrors"),
     # allowing one repository does not allow the other
     ({"gpufleet_mirror_package_url": "http://m.local/p", "nvidia_container_toolkit_repo_url": "http://m.local/kit",
       "gpufleet_allow_http_mirrors": ["gpufleet_mirror_package_url"]}, "nvidia_container_toolkit_repo_url", "is http://"),
@@ -232,6 +240,8 @@ def test_preflight_refuses(extra, variable, fragment):
      "gpufleet_mirror_package_url"),
     ({"nvidia_container_toolkit_repo_url": "http://m.local/kit",
       "gpufleet_allow_http_mirrors": ["nvidia_container_toolkit_repo_url"]}, "nvidia_container_toolkit_repo_url"),
+    ({"nvidia_container_toolkit_repo_key_url": "http://m.local/gpgkey",
+      "gpufleet_allow_http_mirrors": ["nvidia_container_toolkit_repo_key_url"]}, "nvidia_container_toolkit_repo_key_url"),
     ({"nvidia_container_toolkit_repo_trusted": True, "gpufleet_allow_unsigned_repos": True},
      "nvidia_container_toolkit_repo_trusted"),
 ])
@@ -290,3 +300,61 @@ def test_no_role_downloads_a_key_without_checking_it():
             with open(os.path.join(ROLES, role, "tasks", name)) as handle:
                 text = handle.read()
             assert "get_url" not in text and "key_url | gpufleet.k8s.mirror_url" not in text, (role, name)
+
+
+# ------------------------------------------------------------------ one public key block, and nothing else
+def _block(label, armored):
+    """``armored``'s body re-labelled: what apt (Debian 12) still dearmors and trusts as a key."""
+    return armored.replace("PGP PUBLIC KEY BLOCK", label)
+
+
+@needs_gpg
+@pytest.mark.parametrize("label", ["PGP ARMORED FILE", "PGP PUBLIC KEY BLOCK", "PGP MESSAGE", "ANYTHING"])
+def test_a_key_hidden_in_another_armored_block_is_refused(keys, label):
+    """Issue 39: NVIDIA's key plus a second key in a ``PGP ARMORED FILE`` block passed the check, and
+    apt then trusted the second key."""
+    data = keys["one"]["armored"] + "\n" + _block(label, keys["two"]["armored"])
+    message = repo_keys.key_problem(data, spec(keys["one"]["fpr"]))
+    assert "besides one public key block" in message and "Nothing was written" in message, message
+    with pytest.raises(repo_keys.KeyFormatError):
+        repo_keys.keyring_text(data, spec(keys["one"]["fpr"]))
+
+
+@needs_gpg
+@pytest.mark.parametrize("extra", ["comment before\n", "", "\ntrailing text"])
+def test_text_outside_the_block_is_refused(keys, extra):
+    data = (extra if extra.endswith("\n") else "") + keys["one"]["armored"] + (extra if extra.startswith("\n") else "")
+    message = repo_keys.key_problem(data, spec(keys["one"]["fpr"]))
+    if extra:
+        assert "outside its public key block" in message, message
+    else:
+        assert message == ""
+
+
+@needs_gpg
+def test_a_compressed_packet_is_refused(keys):
+    """A compressed-data packet (tag 8) could carry a key another reader unpacks; only key packets pass."""
+    packet = bytes([0xC0 | 8, 3, 0, 0x78, 0x9C])  # new-format tag 8, length 3
+    message = repo_keys.key_problem(keys["one"]["binary"] + packet, spec(keys["one"]["fpr"]))
+    assert "packet type 8 is not part of a public key" in message, message
+
+
+@needs_gpg
+@pytest.mark.parametrize("form", ["armored", "binary"])
+def test_the_keyring_written_holds_exactly_the_checked_key(keys, form, tmp_path):
+    """What gpufleet writes is its own armor of the key's packets: gpg reads one key with the pinned
+    fingerprint and a valid armor checksum, the same for armored and binary input."""
+    text = repo_keys.keyring_text(keys["one"][form], spec(keys["one"]["fpr"]))
+    assert text.count("-----BEGIN") == 1 and text.startswith(repo_keys.ARMOR_BEGIN)
+    assert text == repo_keys.keyring_text(keys["one"]["armored"], spec(keys["one"]["fpr"]))
+    home = tmp_path / "g"
+    home.mkdir(mode=0o700)
+    colons = gpg(home, "--show-keys", "--with-colons", data=text.encode()).stdout.decode()
+    assert repo_keys.gpg_colons_fingerprints(colons) == [keys["one"]["fpr"]]
+    # gpg --dearmor checks the CRC-24 line: a damaged checksum is an error there
+    assert gpg(home, "--dearmor", data=text.encode()).stdout == keys["one"]["binary"]
+
+
+def test_keyring_text_refuses_what_key_problem_refuses():
+    with pytest.raises(repo_keys.KeyFormatError, match="refusing the signing key"):
+        repo_keys.keyring_text("<html>404</html>", spec(REPO_KEYS["container_toolkit"]["fingerprint"]))

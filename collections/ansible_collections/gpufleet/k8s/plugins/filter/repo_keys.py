@@ -9,6 +9,8 @@ __metaclass__ = type
 
 import base64
 
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core import repo_keys
 
 
@@ -19,6 +21,15 @@ def gpufleet_repo_key_problem(content, spec, encoding="text"):
     return repo_keys.key_problem(content, spec)
 
 
+def gpufleet_repo_keyring(content, spec):
+    """The keyring text gpufleet writes for the checked key ``content``: its packets re-armored as one public
+    key block (repo_keys.keyring_text); an error when the key would be refused."""
+    try:
+        return repo_keys.keyring_text(content, spec)
+    except repo_keys.KeyFormatError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
 def gpufleet_toolkit_repo_key(values):
     """URL or content of the libnvidia-container key and the fingerprint it must have (repo_keys.toolkit_key)."""
     return repo_keys.toolkit_key(values)
@@ -26,4 +37,5 @@ def gpufleet_toolkit_repo_key(values):
 
 class FilterModule(object):
     def filters(self):
-        return {"repo_key_problem": gpufleet_repo_key_problem, "toolkit_repo_key": gpufleet_toolkit_repo_key}
+        return {"repo_key_problem": gpufleet_repo_key_problem,
+                "repo_keyring": gpufleet_repo_keyring, "toolkit_repo_key": gpufleet_toolkit_repo_key}

@@ -17,7 +17,7 @@ So a key is written to a node's keyring only after its fingerprint was checked:
 * ``toolkit_key``/``cuda_key`` decide where a key comes from: the vendor's URL and the fingerprint
   pinned in ``versions.REPO_KEYS``, unless the inventory names its own key (URL or content) with its
   own fingerprint. ``gpufleet_mirror_package_url`` moves the packages, never the key.
-* ``check`` (registered in preflight) refuses ``http://`` package repositories unless
+* ``check`` (registered in preflight) refuses ``http://`` package repositories and key URLs unless
   ``gpufleet_allow_http_mirrors`` lists the variable (then warns), an unsigned toolkit repository
   (``nvidia_container_toolkit_repo_trusted``) unless ``gpufleet_allow_unsigned_repos`` says this is an
   air-gapped site's own repository, and fingerprints that are not 40 or 64 hex digits.
@@ -38,12 +38,16 @@ FINGERPRINT = re.compile(r"^(?:[0-9A-F]{40}|[0-9A-F]{64})$")
 ARMOR_BEGIN = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
 ARMOR_END = "-----END PGP PUBLIC KEY BLOCK-----"
 PUBLIC_KEY_TAG = 6
+# public key, public subkey, user ID, user attribute, signature, trust (RFC 4880 section 11.1, 5.10)
+KEY_PACKET_TAGS = frozenset((6, 14, 13, 17, 2, 12))
 # Package repository URLs preflight holds to https:// (or file://): the variable may be listed in
 # gpufleet_allow_http_mirrors. Debian archive mirrors are not among them: apt checks the Debian
 # archive against the debian-archive-keyring the OS ships, not against a key gpufleet downloads.
-HTTP_CHECKED = ("gpufleet_mirror_package_url", "nvidia_container_toolkit_repo_url")
-FINGERPRINT_VARS = ("nvidia_driver_repo_key_fingerprint", "nvidia_container_toolkit_repo_key_fingerprint")
+# A key URL is held to https:// (or file://) too: the fingerprint pin still guards the key, but an
+# http:// key URL says the site's trust path is unencrypted, which is refused unless asked for by name.
 KEY_URL_VARS = ("nvidia_driver_repo_key_url", "nvidia_container_toolkit_repo_key_url")
+HTTP_CHECKED = ("gpufleet_mirror_package_url", "nvidia_container_toolkit_repo_url") + KEY_URL_VARS
+FINGERPRINT_VARS = ("nvidia_driver_repo_key_fingerprint", "nvidia_container_toolkit_repo_key_fingerprint")
 KEY_URL = re.compile(r"^(https?|file)://\S+$")
 
 
@@ -61,25 +65,71 @@ def normalize_fingerprint(text):
     return value if FINGERPRINT.match(value) else None
 
 
+def _armor_lines(text):
+    """The stripped lines of ``text`` with its one public key block located: (lines, begin, end).
+
+    apt (Debian 12, 2.6) dearmors EVERY ``-----BEGIN ...-----`` block of an ``.asc`` keyring, whatever its
+    label (a key hidden in a ``PGP ARMORED FILE`` block is trusted too), and rpm imports every key block of
+    a key file. So the file must be exactly one public key block: any other armor line, a second block or
+    text outside the block is refused."""
+    lines = [line.strip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    armor = [i for i, line in enumerate(lines) if line.startswith("-----") and line.endswith("-----")
+             and len(line) > 10]
+    labels = [lines[i] for i in armor]
+    if labels != [ARMOR_BEGIN, ARMOR_END]:
+        if ARMOR_BEGIN not in labels or ARMOR_END not in labels:
+            raise KeyFormatError("not an ASCII-armored OpenPGP public key block (%s ... %s)" % (ARMOR_BEGIN, ARMOR_END))
+        others = [label for label in labels if label not in (ARMOR_BEGIN, ARMOR_END)]
+        raise KeyFormatError("the file holds %s besides one public key block (%s); apt and rpm would trust a key "
+                             "hidden there, so exactly one public key block is accepted"
+                             % (", ".join(others) if others else "%d armor lines" % len(labels),
+                                ARMOR_BEGIN))
+    begin, end = armor
+    outside = [line for i, line in enumerate(lines) if line and (i < begin or i > end)]
+    if outside:
+        raise KeyFormatError("the file holds text outside its public key block (%r); exactly one public key block "
+                             "and nothing else is accepted" % outside[0][:40])
+    return lines, begin, end
+
+
 def dearmor(text):
-    """The binary packets of every ASCII-armored public key block in ``text``, concatenated (apt
-    trusts every key of a Signed-By file, so a second block counts as much as the first)."""
-    lines = [line.strip() for line in text.replace("\r\n", "\n").split("\n")]
-    data, inside, blocks = [], False, 0
-    for line in lines:
-        if line == ARMOR_BEGIN and not inside:
-            inside, blocks = True, blocks + 1
-        elif line == ARMOR_END and inside:
-            inside = False
-        elif inside and line and ":" not in line and not line.startswith("="):
-            # armor headers ("Version: ...") and the checksum line ("=XXXX") are not key data
-            data.append(line)
-    if not blocks or inside:
-        raise KeyFormatError("not an ASCII-armored OpenPGP public key block (%s ... %s)" % (ARMOR_BEGIN, ARMOR_END))
+    """The binary packets of the one ASCII-armored public key block that ``text`` must consist of."""
+    lines, begin, end = _armor_lines(text)
+    data, body = [], False
+    for line in lines[begin + 1:end]:
+        if not body:
+            # armor headers ("Version: ...") end at the first blank line (RFC 4880 6.2); a body line never
+            # holds a colon, so a missing blank line is tolerated as GnuPG does
+            if not line or ":" not in line:
+                body = True
+            if not line or ":" in line:
+                continue
+        if line.startswith("="):
+            break  # the CRC-24 checksum line closes the body
+        data.append(line)
     try:
         return base64.b64decode("".join(data).encode("ascii"), validate=True)
     except (binascii.Error, ValueError, UnicodeEncodeError):
         raise KeyFormatError("the armored key's base64 body is damaged")
+
+
+def _crc24(data):
+    crc = 0xB704CE
+    for byte in data:
+        crc ^= byte << 16
+        for _ in range(8):
+            crc <<= 1
+            if crc & 0x1000000:
+                crc ^= 0x1864CFB
+    return crc & 0xFFFFFF
+
+
+def armor(data):
+    """``data`` (binary OpenPGP packets) as one ASCII-armored public key block (RFC 4880 section 6)."""
+    body = base64.b64encode(data).decode("ascii")
+    crc = base64.b64encode(_crc24(data).to_bytes(3, "big")).decode("ascii")
+    rows = [body[i:i + 64] for i in range(0, len(body), 64)]
+    return "\n".join([ARMOR_BEGIN, ""] + rows + ["=" + crc, ARMOR_END]) + "\n"
 
 
 def _packets(data):
@@ -135,22 +185,42 @@ def fingerprint_of(body):
     raise KeyFormatError("public-key packet version %d is not supported (4, 5 or 6)" % version)
 
 
-def fingerprints(key):
-    """Primary-key fingerprints in ``key`` (armored text, or the bytes of a binary key), in order."""
-    if isinstance(key, str):
-        if ARMOR_BEGIN not in key:
-            raise KeyFormatError("not an ASCII-armored OpenPGP public key block (%s ... %s)" % (ARMOR_BEGIN, ARMOR_END))
-        data = dearmor(key)
-    elif isinstance(key, (bytes, bytearray)):
+def key_data(key):
+    """The binary OpenPGP packets of ``key`` (armored text, or the bytes of a binary or armored key).
+
+    Only the packets of a transferable public key (RFC 4880 section 11.1) are accepted: a compressed,
+    encrypted or secret-key packet could carry what a reader other than this one would take for a key."""
+    if isinstance(key, (bytes, bytearray)):
         data = bytes(key)
-        if ARMOR_BEGIN.encode() in data:
-            return fingerprints(data.decode("ascii", "replace"))
+        if b"-----BEGIN" in data or data[:1].isspace():
+            return key_data(data.decode("ascii", "replace"))
+    elif isinstance(key, str):
+        data = dearmor(key)
     else:
         raise KeyFormatError("no key content")
-    found = [fingerprint_of(body) for tag, body in _packets(data) if tag == PUBLIC_KEY_TAG]
+    for tag, _body in _packets(data):
+        if tag not in KEY_PACKET_TAGS:
+            raise KeyFormatError("packet type %d is not part of a public key (allowed: %s)"
+                                 % (tag, ", ".join(str(t) for t in sorted(KEY_PACKET_TAGS))))
+    return data
+
+
+def fingerprints(key):
+    """Primary-key fingerprints in ``key`` (armored text, or the bytes of a binary key), in order."""
+    found = [fingerprint_of(body) for tag, body in _packets(key_data(key)) if tag == PUBLIC_KEY_TAG]
     if not found:
         raise KeyFormatError("no public key in it")
     return found
+
+
+def keyring_text(content, spec):
+    """The keyring gpufleet writes for the checked key ``content``: the key's own packets, re-armored by
+    gpufleet as one public key block (whatever else the download held is never written). Raises
+    KeyFormatError when ``key_problem`` would refuse it, so an unchecked key cannot be written by mistake."""
+    problem = key_problem(content, spec)
+    if problem:
+        raise KeyFormatError(problem)
+    return armor(key_data(content))
 
 
 def gpg_colons_fingerprints(text):
@@ -245,7 +315,8 @@ def check(params, plan, problems):
         allowed = []
     for var in HTTP_CHECKED:
         value = extra.get(var)
-        if isinstance(value, str) and value.lower().startswith("http://"):
+        # surrounding blanks must not hide the scheme (" http://..." passed this gate before)
+        if isinstance(value, str) and value.strip().lower().startswith("http://"):
             if var in allowed:
                 problems.warn(var, "http:// repository allowed by gpufleet_allow_http_mirrors: packages and indexes "
                                    "travel unencrypted (their signatures are still checked against the pinned key)")
