@@ -33,6 +33,8 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import gitops
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import dra_driver
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import cluster_pools
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import remediation_metrics
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model import kube_versions
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import remediation_preflight
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
@@ -56,6 +58,8 @@ CHECKS.append(gitops.check)
 CHECKS.append(dra_driver.check)
 CHECKS.append(cluster_pools.check)
 CHECKS.append(remediation_metrics.check)
+CHECKS.append(kube_versions.check)
+CHECKS.append(remediation_preflight.check)
 
 
 def secret_values(params):
