@@ -28,12 +28,18 @@ cp tests/*.py "$work/tests/"
 cp -r tests/helpers "$work/tests/"   # the shared test modules (conftest puts them on sys.path)
 cp -r tests/fixtures "$work/tests/"
 cp pytest.ini "$work/"   # the tier markers, and pytest's rootdir stays in the copy
-for d in roles/*/meta roles/*/defaults; do   # what the tests read of the roles (argument specs, defaults)
+# what the tests read of the roles: argument specs and defaults, and the task files some tests check
+# (test_repo_keys reads which filter each role's key task uses)
+for d in roles/*/meta roles/*/defaults roles/*/tasks roles/*/vars; do
   [ -d "$d" ] && mkdir -p "$work/$d" && cp "$d"/*.yml "$work/$d/"
 done
 only=() selection=()
 for f in "${files[@]}"; do
-  rel=$(cd "$mu" && ls -- */"$f".py "$f".py 2>/dev/null | head -n 1)   # module_utils/<package>/<name>.py
+  # module_utils/<package>/<name>.py (or module_utils/<name>.py); a glob that matches nothing stays literal
+  rel=
+  for candidate in "$mu"/*/"$f".py "$mu/$f".py; do
+    [ -f "$candidate" ] && { rel=${candidate#"$mu"/}; break; }
+  done
   [ -n "$rel" ] || { echo "mutation: no $mu/*/$f.py" >&2; exit 2; }
   tests=(tests/unit/test_"$f".py tests/unit/test_"$f"_*.py)
   found=0
