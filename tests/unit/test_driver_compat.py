@@ -265,3 +265,25 @@ def test_prefix_names_the_role_context():
 def test_t4_with_open_flavour_is_fine():
     errors, _w, _p = preflight({"nvidia_driver_flavour": "open"}, T4)
     assert errors == []
+
+
+@pytest.mark.parametrize("version,cuda,ga", [
+    ("570", "12.9", "575.51.03"),         # issue 39: no 12.9 row, judged by 12.8's 570.26: no verdict
+    ("570.124.06", "12.9", "575.51.03"),
+    ("550.54.14", "12.5", "555.42.02"),
+    ("535.261.03", "12.3", "545.23.06"),
+    ("525.60.13", "12.1", "530.30.02"),
+])
+def test_every_cuda_12_minor_is_judged_by_its_own_release_driver(version, cuda, ga):
+    values = dict(DEFAULTS, nvidia_driver_version=version, nvidia_driver_cuda_version=cuda,
+                  gpufleet_allow_eol_driver=True)
+    problems = validate_driver(values, ["hopper"], today=JAN_2026)
+    assert any(w.startswith("nvidia_driver_cuda_version: CUDA %s's own driver is %s or newer" % (cuda, ga))
+               for w in problems.warnings), problems.warnings
+
+
+def test_the_cuda_12_release_driver_itself_passes():
+    values = dict(DEFAULTS, nvidia_driver_version="575.51.03", nvidia_driver_cuda_version="12.9",
+                  gpufleet_allow_eol_driver=True)
+    problems = validate_driver(values, ["hopper"], today=JAN_2026)
+    assert not [w for w in problems.warnings if w.startswith("nvidia_driver_cuda_version:")], problems.warnings

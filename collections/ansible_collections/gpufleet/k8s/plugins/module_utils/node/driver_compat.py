@@ -79,10 +79,16 @@ CUDA_RELEASE_MINIMUMS = (
     ((13, 2), "595.45.04"),
     ((13, 1), "590.44.01"),
     ((13, 0), "580.65.06"),
+    # every CUDA 12 minor release has its row: a missing one (12.9 before) was judged by an older release's
+    # driver, so CUDA 12.9 on R570 got no verdict (CUDA toolkit release notes, table 3)
+    ((12, 9), "575.51.03"),
     ((12, 8), "570.26"),
     ((12, 6), "560.28.03"),
+    ((12, 5), "555.42.02"),
     ((12, 4), "550.54.14"),
+    ((12, 3), "545.23.06"),
     ((12, 2), "535.54.03"),
+    ((12, 1), "530.30.02"),
     ((12, 0), "525.60.13"),
 )
 
