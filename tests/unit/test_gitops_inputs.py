@@ -183,3 +183,24 @@ def test_the_tree_shape_is_what_the_property_compares(build_dir):
 def test_flux_path_keeps_the_given_path(build_dir, path, flux_path):
     tree = gitops.plan_tree(build_dir, "c1", "example", dict(GOOD, path=path))
     assert yaml.safe_load(tree["flux/kustomization.yaml"])["spec"]["path"] == flux_path
+
+
+# ------------------------------------------------------------------ Argo CD / Flux object names (issue 39)
+@pytest.mark.parametrize("inventory", ["example", "eks", "kubeadm-operator", "gke-autopilot"])
+def test_app_names_of_dns_safe_inventories_are_unchanged(inventory):
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.gitops import app_name
+    assert app_name(inventory) == "gpufleet-" + inventory
+
+
+@pytest.mark.parametrize("inventory", ["Prod_EU", "prod_eu", "prod.eu", "x" * 80, "__", "Ünïcode cluster"])
+def test_app_names_follow_dns_label_rules(inventory):
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.gitops import app_name
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.model.k8s_syntax import dns_label_error
+    name = app_name(inventory)
+    assert dns_label_error(name) is None and dns_label_error(name + "-gpu-operator") is None, name
+
+
+def test_inventories_that_clean_up_alike_get_different_names():
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.gitops import app_name
+    names = {app_name(n) for n in ("prod_eu", "prod.eu", "Prod_EU", "prod-eu")}
+    assert len(names) == 4, names

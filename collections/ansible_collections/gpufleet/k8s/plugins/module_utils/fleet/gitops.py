@@ -22,6 +22,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import os
 import re
 
@@ -253,6 +254,24 @@ DEFAULT_SETTINGS = {"repo_url": "", "revision": "HEAD", "path": "", "argocd_name
                     "prune": False}
 
 
+# The Argo CD Application / Flux Kustomization name is a DNS label: gpufleet-<inventory> with the GPU Operator's
+# "-gpu-operator" suffix must still fit in 63 characters.
+APP_NAME_MAX = 63 - len("-gpu-operator")
+
+
+def app_name(inventory_name):
+    """The Argo CD / Flux object name of an inventory: ``gpufleet-<inventory name>`` where that is a DNS label
+    (the object names of every existing example stay as they were); otherwise the name made lower-case with
+    each run of other characters turned into '-', shortened, and given the first 6 hex digits of the name's
+    SHA-256, so two inventories (``prod_eu`` and ``prod-eu``) never share an object name."""
+    name = "gpufleet-%s" % inventory_name
+    if len(name) <= APP_NAME_MAX and dns_label_error(name) is None:
+        return name
+    digest = hashlib.sha256(str(inventory_name).encode("utf-8")).hexdigest()[:6]
+    base = re.sub(r"[^a-z0-9]+", "-", str(inventory_name).lower()).strip("-")
+    return ("gpufleet-%s" % base)[:APP_NAME_MAX - 7].rstrip("-") + "-" + digest
+
+
 def plan_tree(build_dir, cluster_name, inventory_name, settings=None, chart=None):
     """{relative path under gitops/: text} of the whole GitOps tree. Settings that break the rules
     of ``settings_problems`` and symbolic links in ``build_dir`` are refused (GpufleetError)."""
@@ -275,7 +294,7 @@ def plan_tree(build_dir, cluster_name, inventory_name, settings=None, chart=None
                 out["%s/%s" % (name, manifest)] = handle.read()
         out["%s/kustomization.yaml" % name] = header + dump_yaml(kustomization(manifests))
     out["kustomization.yaml"] = header + dump_yaml(kustomization(names))
-    app = "gpufleet-%s" % inventory_name
+    app = app_name(inventory_name)
     note = comments("Apply this file to the cluster that runs Argo CD; it syncs %s (server-side apply)." % path,
                     "Set gitops_repo_url (now %s) and gitops_revision to your repository." % repo_url)
     out["argocd/application.yaml"] = header + note + dump_yaml(
