@@ -88,3 +88,28 @@ def test_nothing_reads_the_readme_at_run_time():
     readers = [os.path.relpath(p, ROOT) for p in sources
                if "_vendor" not in p and re.search(r"['\"]README\.md['\"]|README\.md['\"]", open(p).read())]
     assert not readers, readers
+
+
+def test_docs_agree_with_the_pins_on_digests_and_checksums():
+    """Issue 39: docs/security.md said NFD v0.19.0 had no digest while versions.py pins one, and docs/awx.md
+    said helm was checked against the download host's checksum file while execution-environment.yml checks
+    a SHA-256 written in the file."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.core.versions import IMAGES
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    docs = {}
+    for folder, _dirs, files in os.walk(os.path.join(root, "docs")):
+        for name in files:
+            if name.endswith(".md"):
+                with open(os.path.join(folder, name)) as handle:
+                    docs[os.path.relpath(os.path.join(folder, name), root)] = re.sub(r"\s+", " ", handle.read())
+    digested = [img for img in IMAGES.values() if img.get("digest")]
+    assert digested
+    for path, text in docs.items():
+        for key, img in IMAGES.items():
+            if not img.get("digest"):
+                continue
+            for short in (img["repository"].rsplit("/", 1)[-1], key.replace("_", " "), key.replace("_", "-")):
+                assert not re.search(r"\b%s.{0,40}? has no digest" % re.escape(short), text, re.I), (path, short)
+        assert "checksum file)" not in text.replace("never a checksum file)", ""), path
+    with open(os.path.join(root, "execution-environment.yml")) as handle:
+        assert "HELM_SHA256" in handle.read()
