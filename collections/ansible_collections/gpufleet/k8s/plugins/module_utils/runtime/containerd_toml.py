@@ -404,13 +404,16 @@ def check_imports_keep_edit(doc, version, root_path, other_dropins, runtime_name
             _deep_merge(after, table)
         for keys in checked:
             if value(after, keys) != value(effective, keys):
-                how = ("has its own [%s] table, which replaces the whole table of %s before containerd 2.1, so %s "
-                       "is %r there" % (".".join(cri_keys), root_path, ".".join(keys), value(after, keys))
-                       if replace_tables else "sets %s = %r, which wins over the %r written into %s"
-                       % (".".join(keys), value(after, keys), value(effective, keys), root_path))
+                found = value(after, keys)
+                if replace_tables:
+                    how = "has its own [%s] table, which replaces the whole table of %s before containerd 2.1, so %s" % (
+                        ".".join(cri_keys), root_path, ".".join(keys))
+                    how += " is not set there" if found is None else " is %r there" % (found,)
+                else:
+                    how = "sets %s = %r, which wins over the %r written into %s" % (
+                        ".".join(keys), found, value(effective, keys), root_path)
                 raise GpufleetError("mode in-place cannot take effect: %s, imported by %s, %s; use mode drop-in "
-                                    "(its drop-in is imported last and carries the effective table) or change %s"
-                                    % (path, root_path, how, path))
+                                    "(gpufleet's drop-in is imported last) or change %s" % (path, root_path, how, path))
         effective = after
 
 
