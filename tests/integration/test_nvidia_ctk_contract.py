@@ -81,6 +81,32 @@ USER_V3 = """version = 3
         runtime_type = "io.containerd.kata.v2"
 """
 
+# Kubespray's layout: runc with a base OCI spec of the site's (its default cri-base.json sets rlimits) and its own
+# runc binary.
+KUBESPRAY_V2 = """version = 2
+root = "/var/lib/containerd"
+state = "/run/containerd"
+oom_score = 0
+
+[plugins]
+  [plugins."io.containerd.grpc.v1.cri"]
+    sandbox_image = "registry.k8s.io/pause:3.10"
+    max_container_log_line_size = -1
+    [plugins."io.containerd.grpc.v1.cri".containerd]
+      default_runtime_name = "runc"
+      snapshotter = "overlayfs"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes]
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+          runtime_type = "io.containerd.runc.v2"
+          runtime_engine = ""
+          runtime_root = ""
+          base_runtime_spec = "/etc/containerd/cri-base.json"
+
+          [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+            SystemdCgroup = true
+            BinaryName = "/usr/local/bin/runc"
+"""
+
 # A user's own drop-in, imported by the root file before either tool runs: it carries the whole CRI
 # runtime table (as drop-ins must before containerd 2.1) and turns on systemd cgroups for runc.
 SITE_DROPIN = """version = %(version)d
@@ -111,6 +137,7 @@ BASES = {
     "v2-debian-1.6.20-default": (2, lambda: _fixture("config-default-1.6.20.toml")),
     "v2-host-default": (2, _host_default),
     "v2-user": (2, lambda: USER_V2),
+    "v2-kubespray": (2, lambda: KUBESPRAY_V2),
     "v3-containerd-2.2.10-default": (3, lambda: _fixture("config-default-2.2.10.toml")),
     "v3-user": (3, lambda: USER_V3),
 }

@@ -176,9 +176,15 @@ def apply_runtime(doc, version, runtime_name="nvidia", binary=NVIDIA_RUNTIME_BIN
 
     wanted_options = dict(source.get("options") or {})
     wanted_options["BinaryName"] = binary
+    # Every other setting of the source runtime is inherited too, as nvidia-ctk does: base_runtime_spec,
+    # privileged_without_host_devices, annotations, snapshotter, ... (with nvidia as the default runtime, a
+    # setting left behind would be lost for every pod).
+    inherited = [(key, value) for key, value in source.items() if key not in ("runtime_type", "options")]
     if runtime_name not in runtimes:
         table = tomlkit.table()
         table["runtime_type"] = source.get("runtime_type") or DEFAULT_RUNTIME_TYPE
+        for key, value in inherited:
+            table[key] = copy.deepcopy(value)
         options = tomlkit.table()
         for key in sorted(wanted_options):
             options[key] = wanted_options[key]
@@ -188,6 +194,10 @@ def apply_runtime(doc, version, runtime_name="nvidia", binary=NVIDIA_RUNTIME_BIN
     else:
         table = runtimes[runtime_name]
         changed = _set(table, "runtime_type", source.get("runtime_type") or DEFAULT_RUNTIME_TYPE)
+        for key, value in inherited:
+            if key not in table:  # a key the nvidia runtime already has is the user's
+                table[key] = copy.deepcopy(value)
+                changed = True
         if "options" not in table:
             table["options"] = tomlkit.table()
         for key in sorted(wanted_options):
