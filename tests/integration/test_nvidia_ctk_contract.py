@@ -2,15 +2,17 @@
 
 nvidia-ctk is built from github.com/NVIDIA/nvidia-container-toolkit at the version the
 nvidia_container_toolkit role pins (scripts/nvidia-ctk-build.sh, cached outside the repository). For each
-base config (containerd 1.x config version 2 and containerd 2.x version 3: recorded ``containerd config
-default`` outputs, the host's own containerd's default and hand-written user configs; each with and without a
-user drop-in that the root file imports), each mode (drop-in, in-place) and each setting (the role's
-defaults: nvidia as default runtime; the same with CDI; the module's defaults: not the default), both tools
-change their own copy in a temp dir: gpufleet through the function the containerd_nvidia_runtime module calls
-(containerd_plan.plan, then write_files), nvidia-ctk with ``--config=<copy> --drop-in-config=<copy's
-conf.d/99-nvidia.toml or "">``. The effective config containerd would load from each (root file plus
-imports, merged as containerd 1.x or >= 2.1 merges them) is read, and the nvidia runtime's table
-(runtime_type, runtime_path, privileged_without_host_devices, options with BinaryName and everything
+base config (containerd 1.x config version 2, containerd 2.0-2.2 version 3 and 2.3+ version 4: recorded
+``containerd config default`` outputs, the host's own containerd's default, hand-written user configs and a
+Kubespray-style one; each alone and with a site drop-in that the root file imports), each gpufleet mode
+(drop-in, in-place) and each setting (the role's defaults: nvidia as default runtime; the same with CDI; the
+module's defaults: not the default), both tools change their own copy in a temp dir: gpufleet through the
+function the containerd_nvidia_runtime module calls (containerd_plan.plan, then write_files), nvidia-ctk with
+``--config=<copy> --drop-in-config=<copy>/conf.d/99-nvidia.toml --config-source=file`` (its only working
+mode at the pin, see test_nvidia_ctk_in_place_loses_the_runtime; the ``/command`` cases read the config
+from the host containerd's ``config dump`` instead). The effective config containerd would load from each
+(root file plus imports, merged as containerd 1.x or >= 2.1 merges them) is read, and the nvidia runtime's
+table (runtime_type, runtime_path, privileged_without_host_devices, options with BinaryName and everything
 inherited), default_runtime_name, enable_cdi and the rest of the CRI table must agree, containerd's
 defaults filled in for absent keys. Every difference is listed with its reason in
 tests/fixtures/upstream-contract/nvidia-ctk-allowlist.yml: a new difference fails, and so does an entry
@@ -18,7 +20,7 @@ that no longer matches any difference.
 
 gpufleet asks the containerd binary for its version (to know whether a drop-in must carry the whole CRI
 table); here a labelled stand-in script answers ``--version`` with the containerd release the base config
-stands for (1.7.24 for version 2, 2.2.10 for version 3).
+stands for (1.7.24 for version 2, 2.2.10 for version 3, 2.3.7 for version 4).
 """
 import os
 import re
@@ -43,7 +45,7 @@ ROLE_DEFAULTS = os.path.join(ROOT, "roles", "nvidia_container_toolkit", "default
 CONTAINERD = shutil.which("containerd") or "/usr/bin/containerd"
 NVIDIA_BINARY = "/usr/bin/nvidia-container-runtime"
 # The containerd release each config version stands for here (what the stand-in answers to --version).
-RELEASE = {2: "1.7.24", 3: "2.2.10"}
+RELEASE = {2: "1.7.24", 3: "2.2.10", 4: "2.3.7"}
 
 USER_V2 = """version = 2
 
@@ -140,6 +142,7 @@ BASES = {
     "v2-kubespray": (2, lambda: KUBESPRAY_V2),
     "v3-containerd-2.2.10-default": (3, lambda: _fixture("config-default-2.2.10.toml")),
     "v3-user": (3, lambda: USER_V3),
+    "v4-user": (4, lambda: USER_V3.replace("version = 3", "version = 4").replace("2.x node", "2.3+ node")),
 }
 SETTINGS = {
     "role-defaults": dict(set_as_default=True, enable_cdi=False),
