@@ -109,6 +109,27 @@ oom_score = 0
             BinaryName = "/usr/local/bin/runc"
 """
 
+# A hand-written minimal config without any runtime table (containerd's built-in runc is the default).
+MINIMAL_V2 = """version = 2
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.k8s.io/pause:3.9"
+"""
+
+# crun as the default runtime: both tools copy the default runtime, not runc.
+CRUN_V3 = """version = 3
+
+[plugins."io.containerd.cri.v1.runtime".containerd]
+  default_runtime_name = "crun"
+  [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.crun]
+    runtime_type = "io.containerd.runc.v2"
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.crun.options]
+      BinaryName = "/usr/bin/crun"
+      SystemdCgroup = true
+  [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+"""
+
 # A user's own drop-in, imported by the root file before either tool runs: it carries the whole CRI
 # runtime table (as drop-ins must before containerd 2.1) and turns on systemd cgroups for runc.
 SITE_DROPIN = """version = %(version)d
@@ -140,6 +161,8 @@ BASES = {
     "v2-host-default": (2, _host_default),
     "v2-user": (2, lambda: USER_V2),
     "v2-kubespray": (2, lambda: KUBESPRAY_V2),
+    "v2-minimal": (2, lambda: MINIMAL_V2),
+    "v3-crun-default": (3, lambda: CRUN_V3),
     "v3-containerd-2.2.10-default": (3, lambda: _fixture("config-default-2.2.10.toml")),
     "v3-user": (3, lambda: USER_V3),
     "v4-user": (4, lambda: USER_V3.replace("version = 3", "version = 4").replace("2.x node", "2.3+ node")),
