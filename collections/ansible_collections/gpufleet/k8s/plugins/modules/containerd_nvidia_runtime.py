@@ -19,8 +19,10 @@ description:
   - Detects the containerd config version (no C(version) key = 1, 2, 3, 4) and its CRI plugin
     path (C(plugins.cri), C(plugins."io.containerd.grpc.v1.cri"),
     C(plugins."io.containerd.cri.v1.runtime")).
-  - C(runtime_type) is copied from the default runtime and its options (for example
-    C(SystemdCgroup)) are inherited; C(options.BinaryName) is set to I(runtime_binary). When the
+  - C(runtime_type) is copied from the default runtime and its other settings (for example
+    C(base_runtime_spec), C(privileged_without_host_devices)) and options (for example
+    C(SystemdCgroup)) are inherited, as C(nvidia-ctk) does; C(options.BinaryName) is set to
+    I(runtime_binary). Settings an existing nvidia runtime already has are kept. When the
     config lacks the default runtime (C(runc)) it is added too, since a config with
     C(runtimes.nvidia) but no C(runtimes.runc) makes the CRI plugin fail to load.
   - A missing root config is first created from C(containerd config default) (when the binary
@@ -63,7 +65,9 @@ options:
       - C(drop-in) writes a drop-in of the root file's config version and adds its glob to the
         root's top-level C(imports); before containerd 2.1 (or when the version is unknown) the
         drop-in carries the whole CRI plugin table, because imports replace whole tables there.
-      - C(in-place) edits the root file.
+      - C(in-place) edits the root file. It is refused, naming the file, when a file the root imports
+        would take the change back (before containerd 2.1 an imported CRI table replaces the edited
+        one; from 2.1 an imported C(default_runtime_name), C(enable_cdi) or nvidia C(BinaryName) wins).
       - Only the C(containerd) preset uses it; templates are always edited in place.
     type: str
     default: drop-in

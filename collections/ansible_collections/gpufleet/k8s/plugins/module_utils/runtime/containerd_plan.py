@@ -86,13 +86,14 @@ def plan(preset_name, mode="drop-in", config_path=None, dropin_path=None, runtim
         default_text = None
         if root_text is None and has_binary:
             default_text = containerd_default(containerd_binary, run=run)
-        carry = True
-        if mode == "drop-in" and has_binary:
+        other = []
+        if root_text is not None:
+            # in-place too: an imported file can take back what the edit writes (check_imports_keep_edit)
+            other = _other_imports(root_text, config_path, dropin_path, read)
+        carry = True  # before containerd 2.1 (or unknown) imports replace whole plugin tables
+        if (mode == "drop-in" or other) and has_binary:
             found = containerd_version(containerd_binary, run=run)
             carry = found is None or found < (2, 1)
-        other = []
-        if mode == "drop-in" and root_text is not None:
-            other = _other_imports(root_text, config_path, dropin_path, read)
         result = plan_containerd(root_text, config_path, mode, dropin_path=dropin_path,
                                  dropin_text=read(dropin_path) if mode == "drop-in" else None,
                                  other_dropins=other, default_text=default_text,

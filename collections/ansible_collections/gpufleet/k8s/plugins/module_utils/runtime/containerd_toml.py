@@ -176,9 +176,15 @@ def apply_runtime(doc, version, runtime_name="nvidia", binary=NVIDIA_RUNTIME_BIN
 
     wanted_options = dict(source.get("options") or {})
     wanted_options["BinaryName"] = binary
+    # Every other setting of the source runtime is inherited too, as nvidia-ctk does: base_runtime_spec,
+    # privileged_without_host_devices, annotations, snapshotter, ... (with nvidia as the default runtime, a
+    # setting left behind would be lost for every pod).
+    inherited = [(key, value) for key, value in source.items() if key not in ("runtime_type", "options")]
     if runtime_name not in runtimes:
         table = tomlkit.table()
         table["runtime_type"] = source.get("runtime_type") or DEFAULT_RUNTIME_TYPE
+        for key, value in inherited:
+            table[key] = copy.deepcopy(value)
         options = tomlkit.table()
         for key in sorted(wanted_options):
             options[key] = wanted_options[key]
@@ -188,6 +194,10 @@ def apply_runtime(doc, version, runtime_name="nvidia", binary=NVIDIA_RUNTIME_BIN
     else:
         table = runtimes[runtime_name]
         changed = _set(table, "runtime_type", source.get("runtime_type") or DEFAULT_RUNTIME_TYPE)
+        for key, value in inherited:
+            if key not in table:  # a key the nvidia runtime already has is the user's
+                table[key] = copy.deepcopy(value)
+                changed = True
         if "options" not in table:
             table["options"] = tomlkit.table()
         for key in sorted(wanted_options):
@@ -300,7 +310,10 @@ def plan_containerd(root_text, root_path, mode, dropin_path=None, dropin_text=No
     actions = []
 
     if mode == "in-place":
+        before_default = (plain(get_in(root_doc, cri_keys + ("containerd",)) or {})).get("default_runtime_name")
         actions = apply_runtime(root_doc, version, runtime_name, binary, set_as_default, enable_cdi)
+        check_imports_keep_edit(root_doc, version, root_path, other_dropins, runtime_name,
+                                set_as_default or before_default == runtime_name, enable_cdi, carry_cri_table)
         new_root = tomlkit.dumps(root_doc)
         if new_root != root_text:
             check_preserved(root_text, new_root, root_path, runtime_name)
@@ -359,6 +372,59 @@ def plan_containerd(root_text, root_path, mode, dropin_path=None, dropin_text=No
         files[root_path] = (root_text, new_root)
     return dict(files=files, version=version, cri_path=list(cri_keys), actions=actions,
                 created_from=created_from)
+
+
+def _deep_merge(dst, src):
+    for key, value in src.items():
+        if isinstance(value, dict) and isinstance(dst.get(key), dict):
+            _deep_merge(dst[key], value)
+        else:
+            dst[key] = value
+
+
+def check_imports_keep_edit(doc, version, root_path, other_dropins, runtime_name="nvidia", check_default=False,
+                            enable_cdi=False, replace_tables=True):
+    """Mode in-place: refuse when a file the root imports takes back what the edit wrote into ``doc``.
+
+    containerd applies imported files after the root file: before 2.1 (``replace_tables``, also when the
+    version is unknown) an imported file that has the CRI plugin table replaces it whole, from 2.1 its keys
+    win one by one. The nvidia runtime's runtime_type and BinaryName, default_runtime_name (``check_default``)
+    and enable_cdi (``enable_cdi``) must survive the imports, else the change would be reported but not take
+    effect (without a containerd binary nothing else would notice)."""
+    cri_keys = cri_path(version)
+    runtime = ("containerd", "runtimes", runtime_name)
+    checked = [runtime + ("runtime_type",), runtime + ("options", "BinaryName")]
+    if check_default:
+        checked.append(("containerd", "default_runtime_name"))
+    if enable_cdi:
+        checked.append(("enable_cdi",))
+    implied = {("containerd", "default_runtime_name"): "runc", ("enable_cdi",): version >= 3}
+
+    def value(table, keys):
+        found = get_in(table, keys)
+        return implied.get(keys) if found is None else found
+
+    effective = plain(get_in(doc, cri_keys) or {})
+    for path, text in other_dropins or []:
+        table = get_in(plain(parse(text, path)), cri_keys)
+        if table is None:
+            continue
+        after = copy.deepcopy(table) if replace_tables else copy.deepcopy(effective)
+        if not replace_tables:
+            _deep_merge(after, table)
+        for keys in checked:
+            if value(after, keys) != value(effective, keys):
+                found = value(after, keys)
+                if replace_tables:
+                    how = "has its own [%s] table, which replaces the whole table of %s before containerd 2.1, so %s" % (
+                        ".".join(cri_keys), root_path, ".".join(keys))
+                    how += " is not set there" if found is None else " is %r there" % (found,)
+                else:
+                    how = "sets %s = %r, which wins over the %r written into %s" % (
+                        ".".join(keys), found, value(effective, keys), root_path)
+                raise GpufleetError("mode in-place cannot take effect: %s, imported by %s, %s; use mode drop-in "
+                                    "(gpufleet's drop-in is imported last) or change %s" % (path, root_path, how, path))
+        effective = after
 
 
 def _overlay_owned(merged, own, runtime_name):
