@@ -91,3 +91,17 @@ def test_missing_job_and_split_by_pool():
     smoke, metrics = split_verdicts(verdicts)
     assert smoke == {"train": "passed", "infer": "failed: Job not found (it was not created)"}
     assert metrics == "passed"
+
+
+@pytest.mark.parametrize("node_metrics,probe,cell", [
+    (None, "passed", "probe passed"),
+    (None, "failed: no DCGM_FI_DEV_GPU_UTIL", "probe failed"),
+    (None, "not run", "not checked"),
+    (None, None, "not checked"),
+    (True, "failed: x", "ok"),
+    (False, "passed", "missing"),
+])
+def test_the_metrics_column_tells_what_was_checked(node_metrics, probe, cell):
+    """Issue 39: the validate table said "metrics not checked" also when the metrics probe had run."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.expected import metrics_cell
+    assert metrics_cell(node_metrics, probe) == cell

@@ -14,8 +14,8 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.smoke import (
 from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.upgrade_plan import failure_note, leftover_nodes, plan_upgrade
 
 
-def gpu_validation(nodes, pools, smoke=None, metrics=None, slices=None):
-    rows, failures = validate_nodes(pools, nodes, smoke, metrics, slices)
+def gpu_validation(nodes, pools, smoke=None, metrics=None, slices=None, probe=None):
+    rows, failures = validate_nodes(pools, nodes, smoke, metrics, slices, probe)
     return {"rows": rows, "failures": failures, "table": format_table(rows)}
 
 

@@ -65,11 +65,24 @@ def node_pool(node, pools):
     return None
 
 
-def validate_nodes(pools, nodes, smoke=None, metrics=None, slices=None):
+def metrics_cell(node_metrics, probe=None):
+    """The metrics column of one node: the node's own verdict when known, else the verdict of the stage's
+    cluster-wide metrics probe (one Job that reads the exporter Service), else "not checked" (issue 39: the
+    column said "not checked" also when the probe had run)."""
+    if node_metrics is not None:
+        return "ok" if node_metrics else "missing"
+    if probe and probe != "not run":
+        return "probe " + ("passed" if probe == "passed" else "failed")
+    return "not checked"
+
+
+def validate_nodes(pools, nodes, smoke=None, metrics=None, slices=None, probe=None):
     """Per-node rows and failures.
 
     ``nodes``: Node objects (k8s_info ``resources``). ``smoke``: {pool name: "passed"|"failed: ..."}.
     ``metrics``: {node name: bool} whether the node's exporter served DCGM_FI_DEV_GPU_UTIL.
+    ``probe``: the verdict of the cluster-wide metrics probe ("passed", "failed: ...", "not run"), shown for
+    nodes without a verdict of their own.
     ``slices``: ResourceSlice objects; a node of a pool with ``allocation: dra`` is judged by the devices
     NVIDIA's DRA driver publishes for it there (dra.py), not by extended resources.
     """
@@ -115,7 +128,7 @@ def validate_nodes(pools, nodes, smoke=None, metrics=None, slices=None):
             "expected": ", ".join("%s=%d" % kv for kv in sorted(expected.items())),
             "allocatable": ", ".join("%s=%d" % kv for kv in sorted(got.items())),
             "driver": driver, "smoke": pool_smoke,
-            "metrics": {True: "ok", False: "missing", None: "not checked"}[node_metrics],
+            "metrics": metrics_cell(node_metrics, probe),
             "ok": not problems, "problems": problems,
         }
         rows.append(row)
