@@ -161,3 +161,29 @@ def test_switch_to_operator_refuses_while_the_standalone_daemonsets_run(converge
     after = {(d["metadata"]["namespace"], d["metadata"]["name"]): d["metadata"]["resourceVersion"]
              for d in cp.items("/apis/apps/v1/daemonsets")}
     assert after == before and not cp.exists("/api/v1/namespaces/gpu-operator")
+
+
+def test_handing_the_objects_to_kubectl_server_side_apply(converged):
+    """Issue 39 / docs/gitops-and-report.md "Handing the objects over": the rendered DaemonSet applied server-side
+    under another field manager (what `kubectl apply --server-side` does) conflicts with gpufleet's fields; under
+    gpufleet's own field manager (`--field-manager=gpufleet`) it applies cleanly and changes nothing; with
+    --force-conflicts the new manager takes the fields over."""
+    from controlplane import ApiError
+    cp, tmp, _ = converged
+    folder = tmp / "build" / "cluster" / "device-plugin"
+    path = next(p for p in sorted(os.listdir(str(folder))) if "-daemonset-nvidia-device-plugin" in p)
+    with open(str(folder / path)) as handle:
+        obj = next(d for d in __import__("yaml").safe_load_all(handle) if d)
+    url = "/apis/apps/v1/namespaces/%s/daemonsets/%s" % (obj["metadata"]["namespace"], obj["metadata"]["name"])
+    generation = cp.get(url)["metadata"]["generation"]
+    changed = json.loads(json.dumps(obj))
+    changed["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"] = "600Mi"
+    with pytest.raises(ApiError) as conflict:
+        cp.apply(url, changed, manager="kubectl", force=False)
+    assert conflict.value.code == 409 and "conflict" in conflict.value.body.lower(), conflict.value.body
+    cp.apply(url, obj, manager="gpufleet", force=False)
+    assert cp.get(url)["metadata"]["generation"] == generation
+    taken = cp.apply(url, changed, manager="kubectl", force=True)
+    managers = {e["manager"] for e in taken["metadata"]["managedFields"]}
+    assert "kubectl" in managers
+    cp.apply(url, obj, manager="gpufleet", force=True)  # leave the module's cluster as gpufleet made it
