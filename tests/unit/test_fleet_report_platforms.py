@@ -111,3 +111,16 @@ def test_report_query_names_the_node_hostname():
     assert query.startswith("avg by (hostname, gpu, GPU_I_ID) (") and "[24h]" in query
     for label in ("kubernetes_node", "hostname", "Hostname"):
         assert '"%s"' % label in query
+
+
+def test_report_role_asks_prometheus_the_query_of_the_filter():
+    """roles/fleet_report sends the query of gpufleet.k8s.fleet_report_utilisation_query (one definition in
+    module_utils), not a PromQL text of its own."""
+    import yaml
+    from ansible_collections.gpufleet.k8s.plugins.filter.fleet_report import FilterModule
+    from report_fixtures import ROOT
+    with open(os.path.join(ROOT, "roles", "fleet_report", "tasks", "main.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    task = next(t for t in tasks if t.get("name", "").startswith("Query the average GPU utilisation"))
+    assert task["vars"]["__fleet_report_query"] == "{{ fleet_report_window | gpufleet.k8s.fleet_report_utilisation_query }}"
+    assert FilterModule().filters()["fleet_report_utilisation_query"]("24h") == utilisation_query("24h")
