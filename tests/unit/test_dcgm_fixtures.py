@@ -13,10 +13,16 @@ import dcgm_fixtures as gen
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.dcgm_labels import NODE
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core import versions
 
+pytestmark = pytest.mark.contract
+
 
 def on_disk():
-    return dict((n, open(os.path.join(gen.FIXTURES, n)).read())
-                for n in sorted(os.listdir(gen.FIXTURES)) if n.endswith(".prom"))
+    out = {}
+    for name in sorted(os.listdir(gen.FIXTURES)):
+        if name.endswith(".prom"):
+            with open(os.path.join(gen.FIXTURES, name)) as handle:
+                out[name] = handle.read()
+    return out
 
 
 def test_fixtures_are_what_the_generator_makes():
