@@ -46,7 +46,7 @@ def cluster_objects(rng, pools, cluster):
             if used:
                 pods.append(gpu_pod("%s-job" % name, used, node=name))
             for gpu in range(pool["gpus_per_node"]):
-                samples.append({"metric": {"Hostname": name, "gpu": str(gpu)},
+                samples.append({"metric": {"hostname": name, "gpu": str(gpu)},
                                 "value": [0, "%.3f" % (busy * rng.uniform(0.3, 1.0))]})
         if busy >= 0.9 and rng.random() < 0.6:
             for j in range(rng.randint(1, 4)):

@@ -6,25 +6,22 @@ status subresource. Taints, cordons, evictions, PodDisruptionBudgets and the res
 are the real API server, controllers and scheduler.
 
 The metrics come from the real Prometheus (Debian's ``prometheus`` package) scraping a STAND-IN exporter: a
-small HTTP server serving HAND-WRITTEN DCGM metric lines in dcgm-exporter's exposition format
-(tests/fixtures/dcgm/); remediation queries them through Prometheus's HTTP API.
+small HTTP server serving DCGM metric lines generated in the pinned dcgm-exporter's format
+(tests/fixtures/dcgm/, tests/helpers/dcgm_fixtures.py); remediation queries them through Prometheus's HTTP API.
 
 The tests run in order and share the cluster: dry run, act within the limits, the next run changes
 nothing, the limits with more nodes unhealthy, the way back, a refused policy, then the metrics.
 """
-import http.server
 import json
 import os
-import shutil
-import subprocess
-import threading
 import time
 
 import pytest
 
+import prom_standin
 from ansible_run import ROOT, recap, run_site
-from controlplane import free_port
 from cp_nodes import unreachable_pool
+from prom_standin import binary_or_skip
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "dcgm")
 TAINT = "gpufleet.io/gpu-unhealthy"
@@ -217,60 +214,15 @@ def test_bad_policy_is_refused_before_anything_changes(cluster):
     set_gpus(cp, "gpu-h1", 2)
 
 
-class _Exporter(http.server.BaseHTTPRequestHandler):
-    """STAND-IN for dcgm-exporter: serves the hand-written metric lines of ``self.server.path``."""
-
-    def do_GET(self):  # noqa: N802 (http.server's name)
-        with open(self.server.path, "rb") as handle:
-            body = handle.read()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory):
-    binary = shutil.which("prometheus")
-    if not binary:
-        pytest.skip("needs Debian's prometheus package (apt-get install prometheus)")
-    tmp = tmp_path_factory.mktemp("prometheus")
-    exporter = http.server.HTTPServer(("127.0.0.1", 0), _Exporter)
-    exporter.path = os.path.join(FIXTURES, "unhealthy.prom")
-    threading.Thread(target=exporter.serve_forever, daemon=True).start()
-    port = free_port()
-    (tmp / "prometheus.yml").write_text(
-        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-        "scrape_configs:\n  - job_name: dcgm-exporter\n    static_configs:\n"
-        "      - targets: ['127.0.0.1:%d']\n" % exporter.server_address[1])
-    log = open(str(tmp / "prometheus.log"), "wb")
-    proc = subprocess.Popen([binary, "--config.file=%s" % (tmp / "prometheus.yml"), "--storage.tsdb.path=%s" % (tmp / "data"),
-                             "--web.listen-address=127.0.0.1:%d" % port], stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    url = "http://127.0.0.1:%d" % port
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                import urllib.request
-                with urllib.request.urlopen(url + "/api/v1/query?query=DCGM_FI_DEV_XID_ERRORS", timeout=5) as resp:
-                    if len(json.load(resp)["data"]["result"]) == 2:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("Prometheus did not scrape the stand-in exporter: %s" % open(str(tmp / "prometheus.log")).read()[-2000:])
-            time.sleep(0.5)
-        yield url, exporter
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        log.close()
-        exporter.shutdown()
+    """The real Prometheus scraping a STAND-IN of the pinned dcgm-exporter (tests/helpers/prom_standin.py) serving
+    the generated tests/fixtures/dcgm/unhealthy.prom: the node is in the exporter's ``hostname`` label only (the
+    job adds no ``kubernetes_node``)."""
+    binary = binary_or_skip(pytest)
+    with prom_standin.prometheus(binary, tmp_path_factory.mktemp("prometheus"),
+                                 [(os.path.join(FIXTURES, "unhealthy.prom"), {})]) as (url, exporters):
+        yield url, exporters[0]
 
 
 def test_xid_from_prometheus_is_acted_on_and_an_application_xid_is_not(cluster, prometheus):

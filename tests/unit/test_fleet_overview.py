@@ -34,7 +34,7 @@ def cluster_json(tmp, name, pools, util=None):
             if used[i]:
                 pods.append(gpu_pod(node + "-job", used[i], node=node))
             if pool in (util or {}):
-                samples += [{"metric": {"Hostname": node, "gpu": str(g)}, "value": [0, str(util[pool])]}
+                samples += [{"metric": {"hostname": node, "gpu": str(g)}, "value": [0, str(util[pool])]}
                             for g in range(per_node)]
         pods += [gpu_pod("%s-wait-%d" % (pool, j), 1, pool=pool) for j in range(pending)]
     report = build_report({"cluster_name": name, "platform": "kubeadm", "pools": normalize_pools(spec)}, nodes=nodes,

@@ -2,8 +2,23 @@
 (tests/fixtures/report/{eks,gke,mig}; no cluster or Prometheus here) with the inventories' real
 pools: nodes mapped to pools on every platform, drivers from GFD labels, MIG-aware utilisation,
 idle GPU-hours and cost, driver skew, pools with 0 schedulable GPUs, the timestamp."""
-from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report import build_report, render_files
-from report_fixtures import live, plan_of
+import json
+import os
+
+import pytest
+
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report import (
+    build_report, render_files, utilisation_query)
+from report_fixtures import FIX, live, plan_of
+
+
+def live_inputs(case):
+    """(nodes, pods) of a recorded case."""
+    out = []
+    for name in ("nodes.json", "pods.json"):
+        with open(os.path.join(FIX, case, name)) as handle:
+            out.append(json.load(handle)["items"])
+    return out
 
 
 def by_pool(report):
@@ -64,3 +79,48 @@ def test_timestamp_only_when_given_and_pages_show_it():
     assert "Generated at 2026-12-01T03:00:00Z (utilisation window 24h)." in files["fleet.md"]
     assert '<p id="generated">Generated at 2026-12-01T03:00:00Z' in files["fleet.html"]
     assert "generated_at" not in build_report(plan)    # render mode stays byte-identical
+
+
+def _respelled(answer, old, new):
+    """The same Prometheus answer with the node's label ``old`` renamed ``new`` (None: left out)."""
+    out = {"status": answer["status"], "data": {"resultType": "vector", "result": []}}
+    for sample in answer["data"]["result"]:
+        metric = dict(sample["metric"])
+        name = metric.pop(old)
+        if new:
+            metric[new] = name
+        out["data"]["result"].append({"metric": metric, "value": sample["value"]})
+    return out
+
+
+@pytest.mark.parametrize("label", ["hostname", "Hostname", "kubernetes_node"])
+def test_pool_utilisation_joins_whichever_label_names_the_node(label):
+    """The answers carry the node as ``hostname`` (the report's query names it so; the pinned exporter 4.6.0-4.8.3
+    spells it so); an answer keeping an older exporter's ``Hostname`` or only the scrape job's ``kubernetes_node``
+    joins the same Nodes and pools (module_utils/addons/dcgm_labels.py)."""
+    plan = plan_of("eks", "eks")
+    with open(os.path.join(FIX, "eks", "prometheus.json")) as handle:
+        answer = _respelled(json.load(handle), "hostname", label)
+    report = build_report(plan, nodes=live_inputs("eks")[0], pods=live_inputs("eks")[1], utilisation=answer)
+    pools = by_pool(report)
+    assert (pools["train-h100"]["avg_utilisation"], pools["infer-l4"]["avg_utilisation"]) == (75.0, 15.0)
+
+
+def test_report_query_names_the_node_hostname():
+    query = utilisation_query("24h")
+    assert query.startswith("avg by (hostname, gpu, GPU_I_ID) (") and "[24h]" in query
+    for label in ("kubernetes_node", "hostname", "Hostname"):
+        assert '"%s"' % label in query
+
+
+def test_report_role_asks_prometheus_the_query_of_the_filter():
+    """roles/fleet_report sends the query of gpufleet.k8s.fleet_report_utilisation_query (one definition in
+    module_utils), not a PromQL text of its own."""
+    import yaml
+    from ansible_collections.gpufleet.k8s.plugins.filter.fleet_report import FilterModule
+    from report_fixtures import ROOT
+    with open(os.path.join(ROOT, "roles", "fleet_report", "tasks", "main.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    task = next(t for t in tasks if t.get("name", "").startswith("Query the average GPU utilisation"))
+    assert task["vars"]["__fleet_report_query"] == "{{ fleet_report_window | gpufleet.k8s.fleet_report_utilisation_query }}"
+    assert FilterModule().filters()["fleet_report_utilisation_query"]("24h") == utilisation_query("24h")

@@ -165,3 +165,41 @@ def test_every_dashboard_query_parses_with_promtool(tmp_path):
     bad = tmp_path / "bad.yml"
     bad.write_text(yaml.safe_dump({"groups": [{"name": "d", "rules": [{"record": "x:y", "expr": "rate(up[5m]"}]}]}))
     assert promtool("check", "rules", str(bad)).returncode != 0
+
+
+def test_dashboard_pool_join_and_node_filter_across_exporter_versions(tmp_path):
+    """promtool evaluates the pool and node panels on series of the pinned exporter (hostname), an older one
+    (Hostname) and one with only the scrape job's kubernetes_node, joined to kube_node_labels."""
+    panels = dict((p["id"], p["targets"][0]["expr"]) for p in dashboard()["panels"])
+    rules = [{"record": "board:pool", "expr": re.sub(r"\$(pool|node|gpu)", ".*", panels[1])},
+             {"record": "board:node", "expr": panels[2].replace("$node", "old|bare").replace("$gpu", ".*")}]
+    (tmp_path / "board.yml").write_text(yaml.safe_dump({"groups": [{"name": "board", "rules": rules}]}))
+    series = [("DCGM_FI_PROF_GR_ENGINE_ACTIVE{hostname=\"new\", gpu=\"0\"}", "0.25x5"),
+              ("DCGM_FI_PROF_GR_ENGINE_ACTIVE{Hostname=\"old\", gpu=\"0\"}", "0.75x5"),
+              ("DCGM_FI_PROF_GR_ENGINE_ACTIVE{kubernetes_node=\"bare\", gpu=\"0\"}", "0.9x5"),
+              ("kube_node_labels{node=\"new\", label_gpufleet_io_pool=\"a\"}", "1x5"),
+              ("kube_node_labels{node=\"old\", label_gpufleet_io_pool=\"a\"}", "1x5"),
+              ("kube_node_labels{node=\"bare\", label_gpufleet_io_pool=\"b\"}", "1x5")]
+    tests = {"rule_files": ["board.yml"], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m", "input_series": [{"series": s, "values": v} for s, v in series],
+        "promql_expr_test": [
+            {"expr": "board:pool", "eval_time": "2m", "exp_samples": [
+                {"labels": 'board:pool{label_gpufleet_io_pool="a"}', "value": 50},
+                {"labels": 'board:pool{label_gpufleet_io_pool="b"}', "value": 90}]},
+            {"expr": "board:node", "eval_time": "2m", "exp_samples": [
+                {"labels": 'board:node{hostname="old"}', "value": 75},
+                {"labels": 'board:node{hostname="bare"}', "value": 90}]}]}]}
+    (tmp_path / "t.yml").write_text(yaml.safe_dump(tests))
+    proc = promtool("test", "rules", "t.yml", cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_dashboard_variable_queries_parse_with_promtool(tmp_path):
+    queries = [v["query"]["query"] for v in dashboard()["templating"]["list"][1:]]
+    rules = [{"record": "gpufleet:variable_%d" % i, "expr": re.sub(r"\$(pool|node|gpu)", ".*", re.sub(
+        r"^(query_result|label_values)\((.*)\)$", lambda m: m.group(2) if m.group(1) == "query_result" else "up", q))}
+             for i, q in enumerate(queries)]
+    path = tmp_path / "variables.yml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "variables", "rules": rules}]}))
+    proc = promtool("check", "rules", str(path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -126,6 +126,32 @@ def test_metric_findings_table():
     assert got["a"][0]["why"].startswith("GPU 0: XID 79 (GPU has fallen off the bus")
 
 
+# The node label of each exporter version (tests/fixtures/dcgm/): hostname from 4.6.0-4.8.3 (pinned), Hostname
+# before it, only kubernetes_node with --no-hostname; gpufleet's scrape job's kubernetes_node wins.
+@pytest.mark.parametrize("labels, expected", [
+    ({"hostname": "gpu-h4", "gpu": "0"}, "gpu-h4"),
+    ({"Hostname": "gpu-h5", "gpu": "0"}, "gpu-h5"),
+    ({"kubernetes_node": "gpu-h7", "gpu": "0"}, "gpu-h7"),
+    ({"kubernetes_node": "gpu-h8", "hostname": "dcgm-exporter-x2v9q", "gpu": "0"}, "gpu-h8"),
+    ({"hostname": "gpu-h9", "Hostname": "stale", "gpu": "0"}, "gpu-h9"),
+])
+def test_xid_79_counts_whichever_label_names_the_node(labels, expected):
+    found = metrics.findings({"xid": vector((labels, 79))}, {}, rem.xid_verdict)
+    assert list(found) == [expected] and found[expected][0]["verdict"] == "unhealthy"
+
+
+def test_a_node_still_showing_xid_79_on_the_pinned_exporter_is_not_restored():
+    """The defect: with the exporter's hostname label the XID was dropped and a node remediation had taken out
+    was planned for a restore while its GPU was still off the bus."""
+    out = node("gpu-h4", record={"tainted": True, "cordoned": True}, taints=[rem.TAINT], unschedulable=True)
+    found = metrics.findings({"xid": vector(({"hostname": "gpu-h4", "gpu": "0", "UUID": "GPU-8b2e"}, 79)),
+                              "row_remap_failure": vector(({"hostname": "gpu-h4", "gpu": "0"}, 0))},
+                             rem.validate_policy({})["thresholds"], rem.xid_verdict)
+    got = decisions([out, node("t2"), node("t3")], policy(), found)
+    assert got["gpu-h4"][0] == "continue"
+    assert decisions([out, node("t2"), node("t3")], policy(), {})["gpu-h4"][0] == "restore"
+
+
 def test_refused_query_is_an_error_not_an_empty_answer():
     with pytest.raises(GpufleetError) as err:
         metrics.findings({"xid": {"status": "error", "errorType": "bad_data", "error": "parse error"}}, {}, rem.xid_verdict)

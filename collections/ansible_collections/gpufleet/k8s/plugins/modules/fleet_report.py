@@ -63,7 +63,9 @@ options:
   utilisation:
     description:
       - Prometheus instant-query response for the average of DCGM_FI_PROF_GR_ENGINE_ACTIVE (0-1) per
-        node (C(Hostname)), GPU and MIG instance over I(window).
+        node, GPU and MIG instance over I(window) (the query of the C(gpufleet.k8s.fleet_report_utilisation_query)
+        filter). The node is read from the labels C(kubernetes_node), C(hostname), C(Hostname), C(node),
+        C(instance), the first one set.
     type: dict
   utilisation_scale:
     description: Factor from the query's values to percent (100 for the 0-1 ratio, 1 for a metric in percent).

@@ -6,9 +6,11 @@ metrics in a ConfigMap for the Grafana sidecar, and alert rules as a PrometheusR
 ``monitoring.coreos.com`` API is there or forced) and as a plain Prometheus rules file.
 
 The metrics are the same whoever runs the exporter (gpufleet's dcgm-exporter, the GPU Operator's,
-GKE's managed DCGM): ``Hostname`` is the node, ``gpu`` the GPU index, ``GPU_I_ID``/``GPU_I_PROFILE``
-the MIG instance. Utilisation uses ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (reported per MIG instance;
-``DCGM_FI_DEV_GPU_UTIL`` is not). The pool comes from kube-state-metrics' ``kube_node_labels``
+GKE's managed DCGM): ``gpu`` is the GPU index, ``GPU_I_ID``/``GPU_I_PROFILE`` the MIG instance; the node
+is named as ``dcgm_labels`` says (``kubernetes_node``, ``hostname`` or ``Hostname``, whichever a series
+carries first, as ``hostname`` in every result, so that alerts and panels work across exporter versions).
+Utilisation uses ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (reported per MIG instance; ``DCGM_FI_DEV_GPU_UTIL`` is
+not). The pool comes from kube-state-metrics' ``kube_node_labels``
 (its ``--metric-labels-allowlist`` must include ``nodes=[gpufleet.io/pool]``).
 """
 
@@ -19,6 +21,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.dcgm_exporter import service_monitor_wanted
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.dcgm_labels import NODE, series, with_node
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError, Problems
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.k8s_syntax import check_label_map
@@ -96,12 +99,19 @@ def problems(plan, extra):
 # Alert rules
 # --------------------------------------------------------------------------------------------
 
+# the alerts whose expression is wrapped whole in with_node (GpuMissing counts per node inside)
+_PER_GPU_GROUPS = ("gpufleet-gpu-health", "gpufleet-gpu-usage")
+
+
 def rule_groups(s):
     """Prometheus rule groups (the same in the PrometheusRule and the plain rules file); the alerts of a
-    broken GPU carry ``runbook_url`` and ``remediation`` annotations naming playbooks/remediate.yml."""
+    broken GPU carry ``runbook_url`` and ``remediation`` annotations naming playbooks/remediate.yml. The
+    per-GPU alerts carry the node as ``hostname`` whichever label the exporter named it with."""
     groups = _rule_groups(s)
     for group in groups:
         for rule in group["rules"]:
+            if group["name"] in _PER_GPU_GROUPS and rule["alert"] != "GpuMissing":
+                rule["expr"] = with_node(rule["expr"])
             if rule["alert"] in REMEDIATED_ALERTS:
                 rule["annotations"].update({"runbook_url": RUNBOOK_URL, "remediation": REMEDIATION})
     return groups
@@ -109,7 +119,7 @@ def rule_groups(s):
 
 def _rule_groups(s):
     idle = float(s["gpu_monitoring_idle_percent"]) / 100.0
-    where = "{{ $labels.Hostname }} GPU {{ $labels.gpu }}"
+    where = "{{ $labels.%s }} GPU {{ $labels.gpu }}" % NODE
     xid = "DCGM_FI_DEV_XID_ERRORS"
     critical = " or ".join("%s == %d" % (xid, x) for x in CRITICAL_XIDS if x != 79)
     return [
@@ -153,12 +163,12 @@ def _rule_groups(s):
              "labels": {"severity": "warning"},
              "annotations": {"summary": where + " at {{ $value }} C"}},
             {"alert": "GpuMissing",
-             "expr": "count by (Hostname) (DCGM_FI_DEV_GPU_TEMP) "
-                     "< count by (Hostname) (DCGM_FI_DEV_GPU_TEMP offset 30m)",
+             "expr": "count by (%s) (%s) < count by (%s) (%s)" % (
+                 NODE, with_node("DCGM_FI_DEV_GPU_TEMP"), NODE, with_node("DCGM_FI_DEV_GPU_TEMP offset 30m")),
              "for": "10m",
              "labels": {"severity": "critical"},
              "annotations": {
-                 "summary": "{{ $labels.Hostname }} reports fewer GPUs than 30 minutes ago",
+                 "summary": "{{ $labels.%s }} reports fewer GPUs than 30 minutes ago" % NODE,
                  "description": "A GPU stopped reporting metrics (fell off the bus or the driver lost it)."}},
         ]},
         {"name": "gpufleet-gpu-exporter", "rules": [
@@ -199,7 +209,7 @@ def rules_file(plan, extra):
 # Dashboard
 # --------------------------------------------------------------------------------------------
 
-def _panel(pid, title, exprs, unit, pos, kind="timeseries", legend="{{Hostname}} GPU {{gpu}} {{GPU_I_PROFILE}}"):
+def _panel(pid, title, exprs, unit, pos, kind="timeseries", legend="{{%s}} GPU {{gpu}} {{GPU_I_PROFILE}}" % NODE):
     targets = [{"refId": chr(ord("A") + i), "expr": expr, "legendFormat": legend,
                 "datasource": {"type": "prometheus", "uid": "${datasource}"}} for i, expr in enumerate(exprs)]
     return {"id": pid, "type": kind, "title": title,
@@ -209,41 +219,45 @@ def _panel(pid, title, exprs, unit, pos, kind="timeseries", legend="{{Hostname}}
             "options": {}, "targets": targets}
 
 
-SEL = 'Hostname=~"$node", gpu=~"$gpu"'
+def _sel(metric, around="%s"):
+    """``metric`` of the selected nodes and GPUs, the node as ``hostname`` (dcgm_labels.series)."""
+    return series(metric, "$node", 'gpu=~"$gpu"', around)
 
 
 def dashboard(s):
-    pool_join = ('* on (Hostname) group_left (label_gpufleet_io_pool) label_replace('
-                 'kube_node_labels{label_gpufleet_io_pool=~"$pool"}, "Hostname", "$1", "node", "(.*)")')
+    pool_join = ('* on (%s) group_left (label_gpufleet_io_pool) label_replace('
+                 'kube_node_labels{label_gpufleet_io_pool=~"$pool"}, "%s", "$1", "node", "(.*)")' % (NODE, NODE))
+    by_node = "{{%s}}" % NODE
     panels = [
         _panel(1, "Utilisation by pool (graphics engine active, MIG-aware)",
-               ["avg by (label_gpufleet_io_pool) (DCGM_FI_PROF_GR_ENGINE_ACTIVE{%s} %s) * 100" % (SEL, pool_join)],
+               ["avg by (label_gpufleet_io_pool) (%s %s) * 100" % (_sel("DCGM_FI_PROF_GR_ENGINE_ACTIVE"), pool_join)],
                "percent", (0, 0, 12), legend="{{label_gpufleet_io_pool}}"),
-        _panel(2, "Utilisation by node", ["avg by (Hostname) (DCGM_FI_PROF_GR_ENGINE_ACTIVE{%s}) * 100" % SEL],
-               "percent", (12, 0, 12), legend="{{Hostname}}"),
-        _panel(3, "Utilisation per GPU and MIG instance", ["DCGM_FI_PROF_GR_ENGINE_ACTIVE{%s} * 100" % SEL],
+        _panel(2, "Utilisation by node", ["avg by (%s) (%s) * 100" % (NODE, _sel("DCGM_FI_PROF_GR_ENGINE_ACTIVE"))],
+               "percent", (12, 0, 12), legend=by_node),
+        _panel(3, "Utilisation per GPU and MIG instance", ["%s * 100" % _sel("DCGM_FI_PROF_GR_ENGINE_ACTIVE")],
                "percent", (0, 8, 12)),
-        _panel(4, "Tensor pipe active", ["DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{%s} * 100" % SEL], "percent", (12, 8, 12)),
+        _panel(4, "Tensor pipe active", ["%s * 100" % _sel("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")], "percent", (12, 8, 12)),
         _panel(5, "Framebuffer memory used",
-               ["DCGM_FI_DEV_FB_USED{%s} / (DCGM_FI_DEV_FB_USED{%s} + DCGM_FI_DEV_FB_FREE{%s}) * 100"
-                % (SEL, SEL, SEL)], "percent", (0, 16, 12)),
-        _panel(6, "Power draw", ["DCGM_FI_DEV_POWER_USAGE{%s}" % SEL], "watt", (12, 16, 12)),
-        _panel(7, "GPU temperature", ["DCGM_FI_DEV_GPU_TEMP{%s}" % SEL], "celsius", (0, 24, 12)),
-        _panel(8, "Memory temperature", ["DCGM_FI_DEV_MEMORY_TEMP{%s}" % SEL], "celsius", (12, 24, 12)),
-        _panel(9, "Last XID error per GPU (0 = none)", ["max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS{%s})" % SEL],
-               "none", (0, 32, 8), kind="table", legend="{{Hostname}} GPU {{gpu}}"),
+               ["%s / (%s + %s) * 100" % (_sel("DCGM_FI_DEV_FB_USED"), _sel("DCGM_FI_DEV_FB_USED"),
+                                          _sel("DCGM_FI_DEV_FB_FREE"))], "percent", (0, 16, 12)),
+        _panel(6, "Power draw", [_sel("DCGM_FI_DEV_POWER_USAGE")], "watt", (12, 16, 12)),
+        _panel(7, "GPU temperature", [_sel("DCGM_FI_DEV_GPU_TEMP")], "celsius", (0, 24, 12)),
+        _panel(8, "Memory temperature", [_sel("DCGM_FI_DEV_MEMORY_TEMP")], "celsius", (12, 24, 12)),
+        _panel(9, "Last XID error per GPU (0 = none)",
+               ["max by (%s, gpu) (%s)" % (NODE, _sel("DCGM_FI_DEV_XID_ERRORS"))],
+               "none", (0, 32, 8), kind="table", legend=by_node + " GPU {{gpu}}"),
         _panel(10, "Remapped rows (uncorrectable / correctable) and remap failures",
-               ["DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{%s}" % SEL, "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS{%s}" % SEL,
-                "DCGM_FI_DEV_ROW_REMAP_FAILURE{%s}" % SEL], "none", (8, 32, 8), kind="table"),
-        _panel(11, "PCIe replays per second", ["rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{%s}[5m])" % SEL], "ops",
+               [_sel("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"), _sel("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"),
+                _sel("DCGM_FI_DEV_ROW_REMAP_FAILURE")], "none", (8, 32, 8), kind="table"),
+        _panel(11, "PCIe replays per second", [_sel("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "rate(%s[5m])")], "ops",
                (16, 32, 8)),
-        _panel(12, "SM clock", ["DCGM_FI_DEV_SM_CLOCK{%s} * 1000000" % SEL], "hertz", (0, 40, 12)),  # MHz
+        _panel(12, "SM clock", ["%s * 1000000" % _sel("DCGM_FI_DEV_SM_CLOCK")], "hertz", (0, 40, 12)),  # MHz
         _panel(13, "Exporter targets up", ['up{job=~"%s"}' % EXPORTER_JOB], "none", (12, 40, 12),
                legend="{{instance}}"),
     ]
 
-    def variable(name, label, query, include_all=True):
-        return {"name": name, "label": label, "type": "query",
+    def variable(name, label, query, include_all=True, regex=""):
+        return {"name": name, "label": label, "type": "query", "regex": regex,
                 "datasource": {"type": "prometheus", "uid": "${datasource}"},
                 "query": {"query": query, "refId": name}, "definition": query,
                 "includeAll": include_all, "multi": True, "allValue": ".*", "refresh": 2, "sort": 1,
@@ -264,8 +278,11 @@ def dashboard(s):
             {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
              "current": {}, "hide": 0},
             variable("pool", "Pool", "label_values(kube_node_labels, label_gpufleet_io_pool)"),
-            variable("node", "Node", "label_values(DCGM_FI_DEV_GPU_TEMP, Hostname)"),
-            variable("gpu", "GPU", 'label_values(DCGM_FI_DEV_GPU_TEMP{Hostname=~"$node"}, gpu)'),
+            # label_values() reads one label: the node comes from a query naming it as dcgm_labels says
+            variable("node", "Node", "query_result(count by (%s) (%s))" % (NODE, with_node("DCGM_FI_DEV_GPU_TEMP")),
+                     regex='/%s="([^"]+)"/' % NODE),
+            variable("gpu", "GPU", "query_result(count by (gpu) (%s))" % series("DCGM_FI_DEV_GPU_TEMP", "$node"),
+                     regex='/gpu="([^"]+)"/'),
         ]},
         "annotations": {"list": []},
         "panels": panels,

@@ -25,6 +25,7 @@ __metaclass__ = type
 import html
 import json
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.dcgm_labels import NODE, node_name, with_node
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model import dra
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.mig import instances_per_gpu
@@ -99,6 +100,14 @@ def cluster_reads(results):
     return {"nodes": items[0]["resources"], "pods": [report_pod(p) for p in items[1]["resources"]]}
 
 
+def utilisation_query(window):
+    """The PromQL the report stage asks Prometheus (role fleet_report): the average graphics engine activity
+    (0-1; MIG instances report it, DCGM_FI_DEV_GPU_UTIL they do not) per node, GPU and MIG instance over
+    ``window``, the node named as ``hostname`` whichever label the exporter used (dcgm_labels)."""
+    return "avg by (%s, gpu, GPU_I_ID) (%s)" % (
+        NODE, with_node("avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[%s])" % window))
+
+
 def parse_utilisation(response, scale=100.0):
     """{node: [util %, ...]} from a Prometheus instant-query (vector) response; one value per GPU
     or MIG instance. ``scale`` turns a 0-1 ratio (DCGM_FI_PROF_GR_ENGINE_ACTIVE) into percent;
@@ -108,7 +117,7 @@ def parse_utilisation(response, scale=100.0):
         return out
     for sample in (response.get("data") or {}).get("result") or []:
         metric = sample.get("metric") or {}
-        node = metric.get("Hostname") or metric.get("kubernetes_node") or metric.get("instance")
+        node = node_name(metric)
         if node is None:
             continue
         out.setdefault(node, []).append(round(_num((sample.get("value") or [0, "0"])[1]) * scale, 2))

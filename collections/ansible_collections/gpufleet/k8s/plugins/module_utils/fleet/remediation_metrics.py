@@ -4,8 +4,11 @@
 """GPU health from DCGM metrics, read through the Prometheus HTTP API (``GET /api/v1/query``).
 
 dcgm-exporter serves the DCGM fields as metrics named after them, one series per GPU with the
-labels ``gpu``, ``UUID``, ``Hostname`` (and ``kubernetes_node`` where the scrape job relabels the
-pod's node name, as gpufleet's job does). What is read, per GPU:
+labels ``gpu``, ``UUID`` and the node's name: ``hostname`` (``Hostname`` before exporter 4.6.0-4.8.3), and
+``kubernetes_node`` where the scrape job relabels the pod's node name, as gpufleet's job does. Every query
+names the node as ``hostname`` whichever of them a series carries (``addons/dcgm_labels.py``, the one rule
+for alerts, dashboard, report and remediation), so evidence from any exporter version counts. What is read,
+per GPU:
 
 - ``DCGM_FI_DEV_XID_ERRORS``: the value is the code of the last XID the driver reported (0: none);
   the highest within the window is read, so an XID seen a minute ago is not lost to a later scrape.
@@ -35,6 +38,7 @@ import re
 from ansible.module_utils.six.moves.urllib.parse import urlencode
 from ansible.module_utils.urls import open_url
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.dcgm_labels import NODE, node_name, with_node
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 
@@ -42,16 +46,15 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import Gp
 _HTTP_URL = re.compile(r"^https?://[^\s/]+")
 
 # name: (PromQL with {window}, what a value above the threshold means, threshold variable)
+# (the node named as hostname by dcgm_labels.with_node whichever label the exporter used)
 QUERIES = {
-    "xid": "max by (Hostname, kubernetes_node, gpu, UUID) (max_over_time(DCGM_FI_DEV_XID_ERRORS[{window}]))",
-    "ecc_dbe": "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
-    "retired_pending": "DCGM_FI_DEV_RETIRED_PENDING",
-    "retired_pages": "DCGM_FI_DEV_RETIRED_SBE + DCGM_FI_DEV_RETIRED_DBE",
-    "row_remap_failure": "DCGM_FI_DEV_ROW_REMAP_FAILURE",
-    "nvlink_errors": "increase(DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL[{window}])",
+    "xid": "max by (%s, gpu, UUID) (%s)" % (NODE, with_node("max_over_time(DCGM_FI_DEV_XID_ERRORS[{window}])")),
+    "ecc_dbe": with_node("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"),
+    "retired_pending": with_node("DCGM_FI_DEV_RETIRED_PENDING"),
+    "retired_pages": with_node("DCGM_FI_DEV_RETIRED_SBE + DCGM_FI_DEV_RETIRED_DBE"),
+    "row_remap_failure": with_node("DCGM_FI_DEV_ROW_REMAP_FAILURE"),
+    "nvlink_errors": with_node("increase(DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL[{window}])"),
 }
-# labels that name the Node a series belongs to, in order of preference
-NODE_LABELS = ("kubernetes_node", "Hostname", "node", "instance")
 
 
 def query_texts(window):
@@ -80,14 +83,6 @@ def samples(response, what="query"):
     return out
 
 
-def node_of(labels):
-    for key in NODE_LABELS:
-        value = labels.get(key)
-        if value:
-            return value.split(":")[0] if key == "instance" else value
-    return None
-
-
 def _gpu(labels):
     return labels.get("gpu") or labels.get("UUID") or "?"
 
@@ -106,7 +101,7 @@ def findings(responses, thresholds, xid_verdict):
 
     for name in sorted(responses):
         for labels, value in samples(responses[name], "query %s (%s)" % (name, QUERIES.get(name, "?"))):
-            node = node_of(labels)
+            node = node_name(labels)
             if node is None:
                 continue
             gpu = _gpu(labels)
