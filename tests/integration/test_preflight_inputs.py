@@ -2,10 +2,12 @@
 the controller): a missing gpufleet_platform is named with the platforms to choose from, and the
 migration playbook refuses two Provisioners with one name and keeps the GPU AMI off a CPU pool.
 The other refusals run in tests/bad_inputs.yml (test_bad_inputs.py)."""
+import json
 import os
 import re
 import shutil
 
+import pytest
 import yaml
 
 from frozen import TODAY_VARS
@@ -81,3 +83,31 @@ def test_a_plan_given_as_an_extra_var_is_refused_before_preflight_could_be_skipp
         assert "gpufleet_plan was given as an extra var (-e)" in out, out[-3000:]
         assert "Refuse a plan given as an extra var" in out
         assert not (tmp_path / "build").exists() and not (tmp_path / "b").exists()
+
+
+INLINE_TOKEN = "sentinel-inline-kubeconfig-token-5c2d"
+INLINE_KUBECONFIG = {
+    "apiVersion": "v1", "kind": "Config", "current-context": "c",
+    "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+    "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    "users": [{"name": "u", "user": {"token": INLINE_TOKEN}}],
+}
+
+
+@pytest.mark.parametrize("form", ["mapping", "json"])
+@pytest.mark.parametrize("verbosity", [[], ["-vvv"]], ids=["default", "vvv"])
+def test_an_inline_kubeconfig_is_refused_without_showing_its_token(tmp_path, form, verbosity):
+    """Issue 39 item 1: an inline kubeconfig (a mapping, or one-line JSON text) used to pass preflight and be printed,
+    token and all, in "gpufleet cannot reach the Kubernetes cluster (kubeconfig {...})". Preflight now refuses it,
+    naming the variable and the allowed form, and the token is in no output, at default verbosity or at -vvv."""
+    value = INLINE_KUBECONFIG if form == "mapping" else json.dumps(INLINE_KUBECONFIG)
+    extra = tmp_path / "extra.json"
+    extra.write_text(json.dumps({"gpufleet_apply": True, "gpufleet_k8s_kubeconfig": value}))
+    rc, out = run_site(str(tmp_path / "build"), *TODAY_VARS, "-e", "@%s" % extra, *verbosity,
+                       inventory=BAD_INPUT_INVENTORY)
+    assert rc != 0, out[-3000:]
+    assert INLINE_TOKEN not in out
+    text = re.sub(r"\s+", " ", out)
+    assert "gpufleet_k8s_kubeconfig: is an inline kubeconfig" in text, text[-3000:]
+    assert "allowed: the path of a kubeconfig file on the controller" in text
+    assert not (tmp_path / "build").exists()

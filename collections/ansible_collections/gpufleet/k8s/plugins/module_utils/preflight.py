@@ -33,6 +33,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import gitops
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import dra_driver
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import cluster_pools
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import remediation_metrics
+from ansible_collections.gpufleet.k8s.plugins.module_utils.kube import cluster_access
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
@@ -56,12 +57,14 @@ CHECKS.append(gitops.check)
 CHECKS.append(dra_driver.check)
 CHECKS.append(cluster_pools.check)
 CHECKS.append(remediation_metrics.check)
+CHECKS.append(cluster_access.check)
 
 
 def secret_values(params):
     """Strings of the inputs that must not appear in preflight's result (its arguments are printed with it at
-    -vvv): a Prometheus URL with credentials in it, which preflight refuses."""
-    return remediation_metrics.url_secrets(params.get("extra") or {})
+    -vvv): a Prometheus URL with credentials in it and an inline kubeconfig's secrets, which preflight refuses."""
+    extra = params.get("extra") or {}
+    return remediation_metrics.url_secrets(extra) | cluster_access.secret_values(extra)
 
 
 def run_preflight(params):
