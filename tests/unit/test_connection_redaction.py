@@ -118,3 +118,14 @@ def test_cluster_access_module_message_with_the_real_client(monkeypatch):
         module_file.run(Module())
     assert_clean(str(caught.value))
     assert "gpufleet cannot reach the Kubernetes cluster (an inline kubeconfig (not shown)" in str(caught.value)
+
+
+def test_apply_and_helm_messages_mask_credentials_the_client_quotes():
+    results = [{"failed": True, "item": {"kind": "DaemonSet", "metadata": {"name": "dp"}},
+                "msg": "Failed to apply via https://admin:%s@api:6443 (Authorization: Bearer %s)" % (PASSWORD, TOKEN)}]
+    text = cluster_access.apply_problem(results, "the device plugin")
+    assert_clean(text)
+    assert "https://********@api:6443" in text and "Bearer ********" in text
+    helm = cluster_access.helm_problem({"failed": True, "msg": "proxy http://u:%s@proxy:3128 refused" % PASSWORD},
+                                       "helm")
+    assert_clean(helm)

@@ -58,6 +58,9 @@ FAKE = textwrap.dedent("""\
         with open(os.path.join(marks, name + ".start"), "w") as f:
             f.write(repr(time.time()))
     print("ARGV " + json.dumps(args))
+    if fake.get("say_build_dir"):
+        with open(v["gpufleet_fleet_build_dir_file"], "w") as f:
+            f.write(fake["say_build_dir"] + "\\n")
     if "show_env" in fake:
         print("ENV " + json.dumps(dict((k, os.environ[k]) for k in fake["show_env"] if k in os.environ)))
     for i in range(fake.get("lines", 3)):
@@ -342,3 +345,18 @@ def test_two_clusters_writing_one_build_folder_are_refused_naming_both(project, 
     shown = project / "********" if where == "fleet-vars" else path
     assert ("clusters %s and %s would both write the build folder %s" % (pair[0], pair[1], shown)) in result["msg"]
     assert not (project / "run").exists()
+
+
+def test_two_runs_that_said_one_build_folder_are_both_failed(project):
+    """A templated gpufleet_build_dir cannot be predicted: when two runs then say one build folder, both are marked
+    failed naming the other (the fleet report would show one cluster's data under the other's name)."""
+    shared = str(project / "build" / "templated")
+    entries = clusters({"one": {"say_build_dir": shared}, "two": {"say_build_dir": shared}, "three": {}})
+    for entry in entries[:2]:
+        entry["vars"]["gpufleet_build_dir"] = "{{ 'build/templated' }}"
+    result = run_module(project, {}, clusters=entries)
+    got = by_name(result)
+    assert [got[n]["status"] for n in ("one", "two", "three")] == ["failed", "failed", "ok"], result["lines"]
+    assert got["one"]["message"] == ("its run wrote the build folder %s, as did two; give each cluster its own "
+                                     "(gpufleet_build_dir / gpufleet_inventory_name)" % shared)
+    assert result["failed_clusters"] == ["one", "two"]

@@ -265,7 +265,23 @@ def execute(p, planned):
         outcome["log"] = job["log"]
         outcomes[job["name"]] = outcome
         folders[job["name"]] = job["folder"]
-    return [_entry(p, c, outcomes.get(c["name"]), folders.get(c["name"])) for c in planned["clusters"]]
+    entries = [_entry(p, c, outcomes.get(c["name"]), folders.get(c["name"])) for c in planned["clusters"]]
+    return _shared_build_dirs(entries)
+
+
+def _shared_build_dirs(entries):
+    """After the runs: two clusters whose runs said one build folder (a templated gpufleet_build_dir that could not
+    be predicted) overwrote each other; both are marked failed, each naming the other, so the fleet report never
+    shows one cluster's data under the other's name."""
+    ran = [e for e in entries if e["log"] is not None]
+    for entry in ran:
+        others = [o["name"] for o in ran if o is not entry
+                  and os.path.realpath(o["build_dir"]) == os.path.realpath(entry["build_dir"])]
+        if others:
+            entry.update(status="failed", message="its run wrote the build folder %s, as did %s; give each cluster "
+                         "its own (gpufleet_build_dir / gpufleet_inventory_name)" % (entry["build_dir"],
+                                                                                      ", ".join(others)))
+    return entries
 
 
 def run(module):

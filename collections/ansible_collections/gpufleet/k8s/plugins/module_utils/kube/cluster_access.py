@@ -193,7 +193,8 @@ def apply_problem(results, component):
         if cause and ("Max retries exceeded" in msg or "Connection" in msg or "timed out" in msg):
             lost.append((_object_name(r.get("item")), cause))
         else:
-            refused.append("%s: %s" % (_object_name(r.get("item")), _first_line(_server_message(msg), 400)))
+            said = redact.scrub(_server_message(msg))
+            refused.append("%s: %s" % (_object_name(r.get("item")), _first_line(said, 400)))
     parts = ["Applying %s stopped part-way: %d of %d object(s) applied or already as rendered%s" % (
         component, len(done), len(results), (" (%s)" % ", ".join(done)) if done else "")]
     if refused:
@@ -219,7 +220,7 @@ def helm_problem(result, binary):
     """The message when the helm binary the GPU Operator install needs is not usable."""
     if result and not result.get("failed") and result.get("rc", 1) == 0:
         return ""
-    detail = str((result or {}).get("msg") or (result or {}).get("stderr") or "not found").strip()
+    detail = redact.scrub(str((result or {}).get("msg") or (result or {}).get("stderr") or "not found").strip())
     return ("gpufleet_addons_mode is operator: the GPU Operator is installed with helm, but %r does not run (%s). "
             "Nothing was applied. Install helm 3 on the controller or set gpufleet_helm_binary to its path."
             % (binary, detail[:200]))
