@@ -41,7 +41,7 @@ def test_the_shipped_fleet_example_becomes_one_workflow():
     eks_nodes = [t for t in plan["job_templates"] if t["cluster"] == "eks-use1"]
     assert [t["stage"] for t in eks_nodes] == STAGES
     assert eks_nodes[3] == {"name": "gpufleet fleet example eks-use1 cluster", "stage": "cluster", "cluster": "eks-use1",
-                            "playbook": "playbooks/cluster.yml", "inventory": "gpufleet eks",
+                            "playbook": "playbooks/cluster.yml", "inventory": "gpufleet eks", "credentials": [],
                             "extra_vars": {"gpufleet_fleet_cluster": {"name": "eks-use1", "cloud": "aws",
                                                                       "region": "us-east-1", "tags": ["prod"]},
                                            "gpufleet_fleet_pools": []}}
@@ -142,3 +142,40 @@ def test_the_module_returns_the_fleets_and_fails_clearly(project):
     assert result["failed"] is True
     assert result["msg"].startswith("cannot build the fleet workflows: fleet inventory inventories/f1: ")
     assert "fleet_run_clusters[0].name: 'Bad_Name' is not valid" in result["msg"]
+
+
+def test_each_cluster_template_gets_only_the_credentials_its_entry_names(project):
+    """Issue 39 item 3: every credential of gpufleet_awx_credentials went to every cluster's job templates (the EKS
+    cluster's jobs carried the GKE cluster's service account). Now each template carries what its cluster names."""
+    two = [dict(TWO[0], credentials=["eks kubeconfig", "aws"]), dict(TWO[1], credentials=["gke kubeconfig"])]
+    write_fleet(project, "f1", {"fleet_run_clusters": two})
+    known = ["aws", "eks kubeconfig", "gke kubeconfig", "ssh"]
+    plan = awx_fleet.fleet_plans(str(project), ["preflight", "cluster"], "o", credentials=known)[0]
+    got = dict((t["name"], t["credentials"]) for t in plan["job_templates"])
+    assert got == {"gpufleet fleet f1 eks-a preflight": ["eks kubeconfig", "aws"],
+                   "gpufleet fleet f1 eks-a cluster": ["eks kubeconfig", "aws"],
+                   "gpufleet fleet f1 gke-b preflight": ["gke kubeconfig"],
+                   "gpufleet fleet f1 gke-b cluster": ["gke kubeconfig"]}
+    # a cluster that names none gets none
+    write_fleet(project, "f1", {"fleet_run_clusters": TWO})
+    plan = awx_fleet.fleet_plans(str(project), ["preflight"], "o", credentials=known)[0]
+    assert [t["credentials"] for t in plan["job_templates"]] == [[], []]
+
+
+def test_a_credential_gpufleet_does_not_create_is_refused(project):
+    write_fleet(project, "f1", {"fleet_run_clusters": [dict(TWO[0], credentials=["aws", "someone else's"]), TWO[1]]})
+    with pytest.raises(GpufleetError) as err:
+        awx_fleet.fleet_plans(str(project), ["preflight"], "o", credentials=["aws", "ssh"])
+    assert err.value.msg == ("inventories/f1: fleet_run_clusters[0].credentials: \"someone else's\" not in "
+                             "gpufleet_awx_credentials (known: aws, ssh); a cluster's job templates get only the "
+                             "credentials its entry names, from those gpufleet creates")
+
+
+def test_configure_attaches_each_template_s_own_credentials():
+    with open(os.path.join(ROOT, "awx", "configure.yml")) as handle:
+        tasks = yaml.safe_load(handle)[0]["tasks"]
+    fleet_templates = next(t for t in tasks if t["name"].startswith("Create one job template per fleet cluster"))
+    assert fleet_templates["awx.awx.job_template"]["credentials"] == "{{ item.credentials }}"
+    fleets = next(t for t in tasks if "gpufleet.k8s.awx_fleet" in t)
+    assert (fleets["gpufleet.k8s.awx_fleet"]["credentials"]
+            == "{{ gpufleet_awx_credentials | map(attribute='name') | list }}")

@@ -47,8 +47,21 @@ BAD = [
      "fleet_run_clusters[2].name: 'eks-use1' is also the name of fleet_run_clusters[1]; cluster names are unique"),
     (with_change(1, name=KeyError), "fleet_run_clusters[1].name: missing; give a non-empty string"),
     (with_change(2, inventory="../eks"),
-     "fleet_run_clusters[2].inventory: ../eks is also the inventory of fleet_run_clusters[1]"),
-    (with_change(2, inventory="../eks/"), "fleet_run_clusters[2].inventory: ../eks/ is also the inventory"),
+     "fleet_run_clusters[2].inventory: ../eks (fleet_run_clusters[1], eks-use1) and ../eks (fleet_run_clusters[2], "
+     "gke-usc1) are the same inventory"),
+    (with_change(2, inventory="../eks/"), "fleet_run_clusters[2].inventory: ../eks (fleet_run_clusters[1], eks-use1) "
+                                          "and ../eks/ (fleet_run_clusters[2], gke-usc1) are the same inventory"),
+    # issue 39: the folder and its hosts file are one inventory (one group_vars, one build/<inventory>/)
+    (with_change(2, inventory="../eks/hosts.yml"),
+     "fleet_run_clusters[2].inventory: ../eks (fleet_run_clusters[1], eks-use1) and ../eks/hosts.yml "
+     "(fleet_run_clusters[2], gke-usc1) are the same inventory (%s)" % os.path.join(ROOT, "inventories", "eks")),
+    (with_change(1, environment="K8S_AUTH_API_KEY"), "fleet_run_clusters[1].environment: a string; give a list of "
+                                                     "names of the controller's environment variables"),
+    (with_change(1, environment=["K8S-AUTH"]), "fleet_run_clusters[1].environment[0]: 'K8S-AUTH' is not valid; use "
+                                               "letters, digits and '_'"),
+    (with_change(1, environment=["AWS_PROFILE", "AWS_PROFILE"]),
+     "fleet_run_clusters[1].environment[1]: 'AWS_PROFILE' is also fleet_run_clusters[1].environment[0]"),
+    (with_change(1, credentials=[""]), "fleet_run_clusters[1].credentials[0]: empty; give a non-empty string"),
     (with_change(0, inventory="../nowhere"), "fleet_run_clusters[0].inventory: ../nowhere does not exist "
                                              "(relative paths are relative to the fleet inventory"),
     (with_change(0, inventory="."), "fleet_run_clusters[0].inventory: . is the fleet inventory itself"),

@@ -58,6 +58,11 @@ FAKE = textwrap.dedent("""\
         with open(os.path.join(marks, name + ".start"), "w") as f:
             f.write(repr(time.time()))
     print("ARGV " + json.dumps(args))
+    if fake.get("say_build_dir"):
+        with open(v["gpufleet_fleet_build_dir_file"], "w") as f:
+            f.write(fake["say_build_dir"] + "\\n")
+    if "show_env" in fake:
+        print("ENV " + json.dumps(dict((k, os.environ[k]) for k in fake["show_env"] if k in os.environ)))
     for i in range(fake.get("lines", 3)):
         print("line %%d of %%s" %% (i, name))
     sys.stdout.flush()
@@ -212,3 +217,146 @@ def test_plan_only_checks_and_lists_without_running(project):
     assert result["commands"]["two"][1:3] == ["-i", str(project / "inventories" / "b")]
     assert result["summary"] == "1 of 2 cluster(s) selected: two"
     assert not (project / "run").exists()
+
+
+# Issue 39 item 3: fleet isolation. Real child processes (the stand-in above prints the environment it got).
+CONTROLLER_ENV = {"K8S_AUTH_API_KEY": "controller-token-1f2e", "K8S_AUTH_HOST": "https://controller-cluster:6443",
+                  "KUBECONFIG": "/root/.kube/controller", "AWS_SECRET_ACCESS_KEY": "aws-secret-9a8b",
+                  "AWS_PROFILE": "fleet-admin", "GOOGLE_APPLICATION_CREDENTIALS": "/root/gcp.json",
+                  "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE": "/root/gcloud-token", "AZURE_CLIENT_SECRET": "azure-secret",
+                  "VAULT_TOKEN": "vault-token", "REGISTRY_PASSWORD": "registry-pass", "LANG": "C.UTF-8",
+                  "HTTPS_PROXY": "http://proxy.internal:3128", "ANSIBLE_VAULT_PASSWORD_FILE": "/root/.vault-pass"}
+
+
+def seen_env(result, name):
+    log = open(by_name(result)[name]["log"]).read()
+    return json.loads(log.split("ENV ", 1)[1].splitlines()[0])
+
+
+def test_a_cluster_run_gets_no_credential_of_the_controller_unless_its_entry_names_it(project, monkeypatch):
+    """The controller's K8S_AUTH_API_KEY reached every cluster's run: a cluster whose inventory leaves out the token
+    sent the controller's token to its own API server (and without a host too, was applied to the controller's
+    cluster). Now only the names a cluster's ``environment`` lists pass; cloud SDK variables likewise."""
+    for key, value in CONTROLLER_ENV.items():
+        monkeypatch.setenv(key, value)
+    show = sorted(CONTROLLER_ENV)
+    entries = clusters({"plain": {"show_env": show}, "named": {"show_env": show}})
+    entries[1]["environment"] = ["K8S_AUTH_API_KEY", "AWS_PROFILE"]
+    result = run_module(project, {}, clusters=entries)
+    assert [c["status"] for c in result["clusters"]] == ["ok", "ok"], result["lines"]
+    kept = {"LANG": "C.UTF-8", "HTTPS_PROXY": "http://proxy.internal:3128",
+            "ANSIBLE_VAULT_PASSWORD_FILE": "/root/.vault-pass"}
+    assert seen_env(result, "plain") == kept
+    assert seen_env(result, "named") == dict(kept, K8S_AUTH_API_KEY="controller-token-1f2e", AWS_PROFILE="fleet-admin")
+    assert "controller-token-1f2e" not in json.dumps(result)
+
+
+@pytest.mark.parametrize("name", ["K8S_AUTH_API_KEY", "K8S_AUTH_KUBECONFIG", "KUBECONFIG", "AWS_ACCESS_KEY_ID",
+                                  "AWS_SESSION_TOKEN", "GOOGLE_OAUTH_ACCESS_TOKEN", "CLOUDSDK_CORE_ACCOUNT",
+                                  "AZURE_CLIENT_ID", "ARM_CLIENT_SECRET", "OS_PASSWORD", "GITHUB_TOKEN",
+                                  "MY_API_KEY", "DB_SECRET", "CONTROLLER_OAUTH_TOKEN"])
+def test_credential_variables_are_withheld(name):
+    assert runner.is_credential_variable(name)
+    assert name not in runner.child_env({name: "x", "PATH": "/bin"})
+    assert runner.child_env({name: "x"}, allow=[name])[name] == "x"
+
+
+@pytest.mark.parametrize("name", ["PATH", "HOME", "LANG", "HTTPS_PROXY", "NO_PROXY", "ANSIBLE_CONFIG",
+                                  "ANSIBLE_VAULT_PASSWORD_FILE", "SSH_AUTH_SOCK", "PYTHONPATH", "TMPDIR"])
+def test_ordinary_variables_pass(name):
+    assert not runner.is_credential_variable(name)
+    assert runner.child_env({name: "x"})[name] == "x"
+
+
+@pytest.mark.parametrize("planted", ["site.log", "fleet-vars.json", "build-dir"])
+def test_a_link_planted_in_a_run_folder_is_refused_and_its_target_untouched(project, planted):
+    """A planted log link overwrote an outside file; a fleet-vars.json link received the fleet's secret vars."""
+    outside = project / "outside.txt"
+    outside.write_text("precious\n")
+    folder = project / "run" / "one"
+    folder.mkdir(parents=True)
+    (folder / planted).symlink_to(outside)
+    result = run_module(project, {"one": {}, "two": {}}, common_vars={"gpufleet_k8s_api_key": "fleet-secret-77"})
+    assert result["failed"] is True
+    assert result["msg"] == ("cannot prepare the fleet run folders (no cluster ran): fleet run folder: %s is a "
+                             "symbolic link (to %s); gpufleet never writes, reads or deletes through a symbolic link "
+                             "in its output; remove the link (the next run recreates what belongs there) or replace "
+                             "it by a real directory" % (folder / planted, outside))
+    assert outside.read_text() == "precious\n"
+    assert os.path.islink(str(folder / planted))
+    assert not (project / "run" / "two").exists() or not os.listdir(str(project / "run" / "two"))
+
+
+@pytest.mark.parametrize("linked", ["run", "run/one"])
+def test_a_run_folder_that_is_a_link_is_refused(project, linked):
+    elsewhere = project / "elsewhere"
+    elsewhere.mkdir()
+    (project / linked).parent.mkdir(parents=True, exist_ok=True)
+    (project / linked).symlink_to(elsewhere, target_is_directory=True)
+    result = run_module(project, {"one": {}}, common_vars={"gpufleet_k8s_api_key": "fleet-secret-77"})
+    assert result["failed"] is True
+    assert "fleet run folder: %s is a symbolic link (to %s)" % (project / linked, elsewhere) in result["msg"]
+    assert os.listdir(str(elsewhere)) == []
+
+
+def test_a_run_folder_is_made_private_and_an_old_log_replaced(project):
+    folder = project / "run" / "one"
+    folder.mkdir(parents=True)
+    folder.chmod(0o755)
+    (folder / "site.log").write_text("an older run\n")
+    (folder / "site.log").chmod(0o644)
+    result = run_module(project, {"one": {}})
+    assert by_name(result)["one"]["status"] == "ok", result
+    assert stat.S_IMODE(os.stat(str(folder)).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(str(folder / "site.log")).st_mode) == 0o600
+    assert "an older run" not in (folder / "site.log").read_text()
+
+
+def test_one_inventory_in_two_spellings_is_refused_naming_both(project):
+    (project / "inventories" / "a" / "hosts.yml").write_text("all: {}\n")
+    entries = clusters({"one": {}, "two": {}})
+    entries[1]["inventory"] = "../a/hosts.yml"
+    result = run_module(project, {}, clusters=entries)
+    assert result["failed"] is True
+    assert ("fleet_run_clusters[1].inventory: ../a (fleet_run_clusters[0], one) and ../a/hosts.yml "
+            "(fleet_run_clusters[1], two) are the same inventory (%s)" % (project / "inventories" / "a")
+            ) in result["msg"]
+    assert not (project / "run").exists()
+
+
+@pytest.mark.parametrize("where", ["cluster-vars", "fleet-vars", "inventory-name"])
+def test_two_clusters_writing_one_build_folder_are_refused_naming_both(project, where):
+    entries = clusters({"one": {}, "two": {}, "three": {}})
+    common = {}
+    if where == "cluster-vars":
+        entries[0]["vars"]["gpufleet_build_dir"] = "build/shared"
+        entries[2]["vars"]["gpufleet_build_dir"] = str(project / "build" / "shared")
+        pair, path = ("one", "three"), project / "build" / "shared"
+    elif where == "fleet-vars":
+        common = {"gpufleet_build_dir": "build/every-cluster"}
+        pair, path = ("one", "two"), project / "build" / "every-cluster"
+    else:
+        (project / "inventories" / "c" / "group_vars" / "all").mkdir(parents=True)
+        (project / "inventories" / "c" / "group_vars" / "all" / "main.yml").write_text("gpufleet_inventory_name: b\n")
+        pair, path = ("two", "three"), project / "build" / "b"
+    result = run_module(project, {}, clusters=entries, common_vars=common)
+    assert result["failed"] is True
+    # fleet_run_vars is no_log (it may hold credentials): its values, this path too, are masked in the message
+    shown = project / "********" if where == "fleet-vars" else path
+    assert ("clusters %s and %s would both write the build folder %s" % (pair[0], pair[1], shown)) in result["msg"]
+    assert not (project / "run").exists()
+
+
+def test_two_runs_that_said_one_build_folder_are_both_failed(project):
+    """A templated gpufleet_build_dir cannot be predicted: when two runs then say one build folder, both are marked
+    failed naming the other (the fleet report would show one cluster's data under the other's name)."""
+    shared = str(project / "build" / "templated")
+    entries = clusters({"one": {"say_build_dir": shared}, "two": {"say_build_dir": shared}, "three": {}})
+    for entry in entries[:2]:
+        entry["vars"]["gpufleet_build_dir"] = "{{ 'build/templated' }}"
+    result = run_module(project, {}, clusters=entries)
+    got = by_name(result)
+    assert [got[n]["status"] for n in ("one", "two", "three")] == ["failed", "failed", "ok"], result["lines"]
+    assert got["one"]["message"] == ("its run wrote the build folder %s, as did two; give each cluster its own "
+                                     "(gpufleet_build_dir / gpufleet_inventory_name)" % shared)
+    assert result["failed_clusters"] == ["one", "two"]

@@ -35,6 +35,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import cluster_
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import remediation_metrics
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model import kube_versions
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import remediation_preflight
+from ansible_collections.gpufleet.k8s.plugins.module_utils.kube import cluster_access
 
 # Further checks (driver compatibility, add-on exclusivity, provider rules) append here.
 CHECKS = []
@@ -60,12 +61,14 @@ CHECKS.append(cluster_pools.check)
 CHECKS.append(remediation_metrics.check)
 CHECKS.append(kube_versions.check)
 CHECKS.append(remediation_preflight.check)
+CHECKS.append(cluster_access.check)
 
 
 def secret_values(params):
     """Strings of the inputs that must not appear in preflight's result (its arguments are printed with it at
-    -vvv): a Prometheus URL with credentials in it, which preflight refuses."""
-    return remediation_metrics.url_secrets(params.get("extra") or {})
+    -vvv): a Prometheus URL with credentials in it and an inline kubeconfig's secrets, which preflight refuses."""
+    extra = params.get("extra") or {}
+    return remediation_metrics.url_secrets(extra) | cluster_access.secret_values(extra)
 
 
 def run_preflight(params):

@@ -43,6 +43,14 @@ options:
     description: Name prefix of the AWX objects (as the per-stage templates use).
     type: str
     default: "gpufleet "
+  credentials:
+    description:
+      - The names of the AWX credentials gpufleet creates (C(gpufleet_awx_credentials)). Each cluster's job templates
+        get only the credentials its fleet entry names (C(fleet_run_clusters[].credentials)); a name not in this list
+        is refused. Left out, the names are not checked.
+    type: list
+    elements: str
+    version_added: "0.5.0"
 """
 
 EXAMPLES = r"""
@@ -58,7 +66,8 @@ RETURN = r"""
 fleets:
   description:
     - One entry per fleet inventory - name, folder, workflow (the workflow template's name), inventory (the fleet
-      inventory's AWX name), clusters, job_templates (name, stage, cluster, playbook, inventory, extra_vars) and
+      inventory's AWX name), clusters, job_templates (name, stage, cluster, playbook, inventory, extra_vars,
+      credentials, only those the cluster names) and
       workflow_nodes (for C(awx.awx.workflow_job_template) C(workflow_nodes)).
   returned: always
   type: list
@@ -78,6 +87,7 @@ def argspec():
         stages=dict(type="list", elements="str", required=True),
         organization=dict(type="str", required=True),
         prefix=dict(type="str", default="gpufleet "),
+        credentials=dict(type="list", elements="str"),
     )
 
 
@@ -87,7 +97,7 @@ def run(module):
     require_yaml(module)
     p = module.params
     try:
-        plans = fleet_plans(p["project_dir"], p["stages"], p["organization"], p["prefix"])
+        plans = fleet_plans(p["project_dir"], p["stages"], p["organization"], p["prefix"], p["credentials"])
     except GpufleetError as exc:
         module.fail_json(msg="cannot build the fleet workflows: %s" % exc.msg)
     except (IOError, OSError) as exc:

@@ -133,19 +133,18 @@ def run(module):
     problems = find_problems(module.params["find"])
     if problems:
         module.fail_json(msg="gpufleet.k8s.cluster_access: %s. Nothing was read." % "; ".join(problems))
-    shown = {k: v for k, v in conn.items() if k in ("kubeconfig", "context", "host")}
     try:
         import kubernetes
         from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
     except ImportError as exc:
         module.fail_json(msg=access_problem("Failed to import the required Python library (kubernetes): %s"
-                                            % exc, shown))
+                                            % exc, conn))
     try:
         client = get_api_client(**conn)
         response = kubernetes.client.VersionApi(client.client.client).get_code(_request_timeout=30, _preload_content=False)
         version = json.loads(response.data)
     except Exception as exc:  # every client error becomes the one clear message
-        module.fail_json(msg=access_problem(getattr(exc, "msg", None) or str(exc), shown))
+        module.fail_json(msg=access_problem(getattr(exc, "msg", None) or str(exc), conn))
     try:
         found = reads(client.client.client, module.params)
     except (ApiError, Lost) as exc:

@@ -56,6 +56,12 @@ options:
         C(cloud) (aws, gcp or onprem), C(region), optionally C(platform), C(tags) and C(vars).
       - Put no credentials into a cluster's C(vars) (they are shown like any other argument); use O(common_vars) or the
         cluster's own inventory (vault).
+      - Each cluster's run gets the controller's environment without its credential variables (C(K8S_AUTH_*),
+        C(KUBECONFIG), C(AWS_*), C(GOOGLE_*), C(CLOUDSDK_*), C(AZURE_*), and any name holding TOKEN, SECRET, PASSWORD,
+        CREDENTIAL, API_KEY, ACCESS_KEY, PRIVATE_KEY or AUTH), except those named in the cluster's C(environment) (a
+        list of variable names). C(credentials) (AWX credential names) is read by M(gpufleet.k8s.awx_fleet) only.
+      - Two clusters whose inventories are one folder (C(../x) and C(../x/hosts.yml)) or whose runs would write one
+        build folder are refused, naming both, before anything runs.
     type: list
     elements: dict
     required: true
@@ -200,6 +206,8 @@ def plan(p, check_mode=False, diff=False):
         raise GpufleetError("fleet_run_timeout: %r; give the seconds one cluster's run may take (1 or more)"
                             % p["timeout"])
     clusters = fleet.load(p["clusters"], p["fleet_dir"], p["common_vars"])
+    # two clusters writing one build folder would overwrite each other: refused before anything runs
+    fleet.check_build_dirs(clusters, p["project_dir"], p["common_vars"])
     selected = [c["name"] for c in fleet.select(clusters, p["select"])]
     extra = fleet.extra_args(p["extra_args"])
     playbooks_dir = p["playbooks_dir"] or os.path.join(p["project_dir"], "playbooks")
@@ -221,6 +229,8 @@ def plan(p, check_mode=False, diff=False):
         job_vars["gpufleet_fleet_build_dir_file"] = os.path.join(folder, fleet.BUILD_DIR_FILE)
         jobs.append({"name": cluster["name"], "folder": folder, "vars_file": vars_file, "cwd": p["project_dir"],
                      "log": os.path.join(folder, p["stage"] + ".log"), "vars": job_vars,
+                     # the controller's environment without credential variables, but those the entry names
+                     "env": runner.child_env(allow=cluster["environment"]),
                      "argv": fleet.command_line(program, playbooks_dir, cluster, p["stage"], vars_file,
                                                 check_mode, diff, extra)})
     return {"clusters": clusters, "selected": selected, "jobs": jobs, "spread": spread, "warnings": warnings}
@@ -243,19 +253,35 @@ def _entry(p, cluster, outcome, folder=None):
 
 def execute(p, planned):
     """Run the planned jobs; the per-cluster entries of every fleet cluster (unselected ones skipped)."""
-    for job in planned["jobs"]:
-        runner.private_dir(job["folder"])
-        runner.write_vars(job["vars_file"], job["vars"])
+    for job in planned["jobs"]:  # every folder checked before any cluster runs
         said = job["vars"]["gpufleet_fleet_build_dir_file"]
-        if os.path.lexists(said):
-            os.remove(said)
+        runner.private_dir(job["folder"], [os.path.basename(n) for n in (job["vars_file"], job["log"], said)])
+    for job in planned["jobs"]:
+        runner.write_vars(job["vars_file"], job["vars"])
+        runner.remove_private(job["vars"]["gpufleet_fleet_build_dir_file"])
     results = runner.run_all(planned["jobs"], p["parallel"], p["timeout"], runner.child_env(), p["tail_lines"])
     outcomes, folders = {}, {}
     for job, outcome in zip(planned["jobs"], results):
         outcome["log"] = job["log"]
         outcomes[job["name"]] = outcome
         folders[job["name"]] = job["folder"]
-    return [_entry(p, c, outcomes.get(c["name"]), folders.get(c["name"])) for c in planned["clusters"]]
+    entries = [_entry(p, c, outcomes.get(c["name"]), folders.get(c["name"])) for c in planned["clusters"]]
+    return _shared_build_dirs(entries)
+
+
+def _shared_build_dirs(entries):
+    """After the runs: two clusters whose runs said one build folder (a templated gpufleet_build_dir that could not
+    be predicted) overwrote each other; both are marked failed, each naming the other, so the fleet report never
+    shows one cluster's data under the other's name."""
+    ran = [e for e in entries if e["log"] is not None]
+    for entry in ran:
+        others = [o["name"] for o in ran if o is not entry
+                  and os.path.realpath(o["build_dir"]) == os.path.realpath(entry["build_dir"])]
+        if others:
+            entry.update(status="failed", message="its run wrote the build folder %s, as did %s; give each cluster "
+                         "its own (gpufleet_build_dir / gpufleet_inventory_name)" % (entry["build_dir"],
+                                                                                      ", ".join(others)))
+    return entries
 
 
 def run(module):
@@ -281,6 +307,8 @@ def run(module):
                              len(planned["selected"]), len(entries), ", ".join(planned["selected"])))
     try:
         entries = execute(p, planned)
+    except GpufleetError as exc:
+        module.fail_json(msg="cannot prepare the fleet run folders (no cluster ran): %s" % exc.msg)
     except (IOError, OSError) as exc:
         module.fail_json(msg="cannot prepare the fleet run folders: %s" % exc)
     failed = [e["name"] for e in entries if e["status"] == "failed"]

@@ -128,6 +128,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.cluster_access import connection_args
+from ansible_collections.gpufleet.k8s.plugins.module_utils.kube import redact
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.node_ownership import (
     FIELD_MANAGER, Conflict, converge, plan_diff)
@@ -220,7 +221,7 @@ def run(module):
     try:
         client = _api_client(p)
     except Exception as exc:  # the client's own errors (kubeconfig, connection): nothing was read or written
-        module.fail_json(msg="gpufleet could not read or write Nodes: %s" % exc)
+        module.fail_json(msg="gpufleet could not read or write Nodes: %s" % redact.scrub(exc, connection_args(p)))
     if client is None:
         module.fail_json(msg=missing_required_lib("kubernetes"))
     try:
@@ -229,7 +230,7 @@ def run(module):
     except GpufleetError as exc:
         module.fail_json(msg=exc.msg, **exc.details)
     except Exception as exc:  # the client's own errors (connection, auth, API status)
-        module.fail_json(msg="gpufleet could not read or write Nodes: %s" % exc)
+        module.fail_json(msg="gpufleet could not read or write Nodes: %s" % redact.scrub(exc, connection_args(p)))
     changed = [pl for pl in plans if pl["changed"]]
     result = dict(
         changed=bool(changed),

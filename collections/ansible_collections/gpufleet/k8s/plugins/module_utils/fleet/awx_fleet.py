@@ -18,46 +18,12 @@ __metaclass__ = type
 import os
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.core.yaml_support import yaml
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import fleet_inventory as fleet
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.pool_spread import split_pools
 
 
-def _tagged(loader, suffix, node):
-    return None
-
-
-def _loader():
-    """A SafeLoader that reads Ansible's tags (``!vault``, ``!unsafe``) as None instead of failing."""
-    loader = type("InventoryLoader", (yaml.SafeLoader,), {})
-    loader.add_multi_constructor("!", _tagged)
-    return loader
-
-
-def _group_vars_files(folder):
-    base = os.path.join(folder, "group_vars")
-    out = []
-    for name in ("all.yml", "all.yaml"):
-        if os.path.isfile(os.path.join(base, name)):
-            out.append(os.path.join(base, name))
-    sub = os.path.join(base, "all")
-    if os.path.isdir(sub):
-        out.extend(os.path.join(sub, n) for n in sorted(os.listdir(sub)) if n.endswith((".yml", ".yaml")))
-    return out
-
-
-def fleet_vars(folder):
-    """The group_vars/all variables of the inventory ``folder`` (later files win), or {}."""
-    merged = {}
-    for path in _group_vars_files(folder):
-        with open(path) as handle:
-            try:
-                data = yaml.load(handle, Loader=_loader())  # nosec - a SafeLoader subclass
-            except yaml.YAMLError as exc:
-                raise GpufleetError("%s: not valid YAML: %s" % (path, exc))
-        if isinstance(data, dict):
-            merged.update(data)
-    return merged
+# read like a fleet run reads them (one loader for both)
+fleet_vars = fleet.fleet_vars
 
 
 def find_fleets(project_dir):
@@ -87,8 +53,21 @@ def template_name(prefix, fleet_name, cluster, stage):
     return "%sfleet %s %s %s" % (prefix, fleet_name, cluster, stage)
 
 
-def fleet_plan(project_dir, folder_name, variables, stages, organization, prefix="gpufleet "):
-    """The AWX objects of one fleet: {name, workflow, inventory, job_templates, workflow_nodes}."""
+def _credentials(fleet_name, cluster, index, known):
+    """The AWX credentials of one cluster's job templates: only those its entry names, each one of ``known``
+    (the names in gpufleet_awx_credentials; None skips that check)."""
+    unknown = [c for c in cluster["credentials"] if known is not None and c not in known]
+    if unknown:
+        raise GpufleetError("%s: fleet_run_clusters[%d].credentials: %s not in gpufleet_awx_credentials (known: %s); "
+                            "a cluster's job templates get only the credentials its entry names, from those gpufleet "
+                            "creates" % (fleet_name, index, ", ".join(repr(c) for c in unknown),
+                                         ", ".join(sorted(known)) or "none"))
+    return list(cluster["credentials"])
+
+
+def fleet_plan(project_dir, folder_name, variables, stages, organization, prefix="gpufleet ", credentials=None):
+    """The AWX objects of one fleet: {name, workflow, inventory, job_templates, workflow_nodes}. Each job template
+    carries the credentials its cluster names (``credentials``: the known credential names, or None)."""
     folder = os.path.join(project_dir, "inventories", folder_name)
     fleet_name = str(variables.get("fleet_run_name") or folder_name)
     try:
@@ -101,6 +80,7 @@ def fleet_plan(project_dir, folder_name, variables, stages, organization, prefix
     templates, nodes = [], []
     for index, cluster in enumerate(clusters):
         inventory = _awx_inventory(project_dir, "inventories/" + folder_name, cluster, index)
+        attached = _credentials("inventories/" + folder_name, cluster, index, credentials)
         extra = {"gpufleet_fleet_cluster": {"name": cluster["name"], "cloud": cluster["cloud"],
                                             "region": cluster["region"], "tags": list(cluster["tags"])},
                  "gpufleet_fleet_pools": parts.get(cluster["name"], [])}
@@ -109,7 +89,7 @@ def fleet_plan(project_dir, folder_name, variables, stages, organization, prefix
             name = template_name(prefix, fleet_name, cluster["name"], stage)
             templates.append({"name": name, "stage": stage, "cluster": cluster["name"],
                               "playbook": "playbooks/%s.yml" % stage, "inventory": prefix + inventory,
-                              "extra_vars": extra})
+                              "extra_vars": extra, "credentials": attached})
             node = {"identifier": "%s %s" % (cluster["name"], stage),
                     "unified_job_template": {"name": name, "type": "job_template",
                                              "organization": {"name": organization}}}
@@ -121,11 +101,11 @@ def fleet_plan(project_dir, folder_name, variables, stages, organization, prefix
             "job_templates": templates, "workflow_nodes": nodes}
 
 
-def fleet_plans(project_dir, stages, organization, prefix="gpufleet "):
+def fleet_plans(project_dir, stages, organization, prefix="gpufleet ", credentials=None):
     """The AWX objects of every fleet inventory of the project (checked; the first problem raises)."""
     if not stages:
         raise GpufleetError("gpufleet_awx_stages: empty; a fleet workflow needs at least one stage")
-    plans = [fleet_plan(project_dir, name, variables, stages, organization, prefix)
+    plans = [fleet_plan(project_dir, name, variables, stages, organization, prefix, credentials)
              for name, variables in find_fleets(project_dir)]
     seen = {}
     for plan in plans:

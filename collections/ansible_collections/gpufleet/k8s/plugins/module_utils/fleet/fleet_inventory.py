@@ -25,7 +25,7 @@ STAGES = ("preflight", "provision", "nodes", "cluster", "validate", "report", "s
 # Stages after which the cluster has a fresh build/<inventory>/report/fleet.json.
 REPORT_STAGES = ("site", "report")
 CLOUDS = ("aws", "gcp", "onprem")
-CLUSTER_KEYS = ("name", "inventory", "platform", "cloud", "region", "tags", "vars")
+CLUSTER_KEYS = ("name", "inventory", "platform", "cloud", "region", "tags", "vars", "environment", "credentials")
 REQUIRED_KEYS = ("name", "inventory", "cloud", "region")
 SELECTOR_KEYS = ("region", "cloud", "tag")
 DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\Z")
@@ -37,6 +37,10 @@ DNS_RULE = "a DNS label: lowercase letters, digits and '-', starting and ending 
 FLEET_SET_VARS = ("gpufleet_fleet_pools", "gpufleet_fleet_cluster", "gpufleet_fleet_build_dir_file")
 # In a cluster's run folder: the build directory the cluster's run resolved (written by the gpufleet role).
 BUILD_DIR_FILE = "build-dir"
+# A cluster's ``environment``: names of the controller's environment variables its run may see (credential
+# variables are withheld unless named here, see fleet_runner.child_env).
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
+ENV_RULE = "letters, digits and '_', not starting with a digit"
 
 # ansible-playbook options fleet_run_extra_args may pass on to every cluster: option -> takes a value.
 EXTRA_OPTIONS = {"--tags": True, "--skip-tags": True, "--limit": True, "--forks": True,
@@ -87,12 +91,18 @@ def _cluster(problems, index, entry, fleet_dir, known):
         if not os.path.exists(path):
             problems.error(var + ".inventory", "%s does not exist (relative paths are relative to the fleet "
                            "inventory %s)" % (inventory, fleet_dir))
-        elif os.path.realpath(fleet_dir) == path:
-            problems.error(var + ".inventory", "%s is the fleet inventory itself; name a cluster's inventory" % inventory)
-        elif path in known["inventories"]:
-            problems.error(var + ".inventory", "%s is also the inventory of fleet_run_clusters[%d]; each cluster has "
-                           "its own inventory (its own build/<inventory>/)" % (inventory, known["inventories"][path]))
-        known["inventories"].setdefault(path, index)
+        elif os.path.realpath(fleet_dir) in (path, inventory_identity(path)):
+            problems.error(var + ".inventory", "%s is the fleet inventory itself; name a cluster's inventory"
+                           % inventory)
+        elif inventory_identity(path) in known["inventories"]:
+            other, other_given = known["inventories"][inventory_identity(path)]
+            problems.error(var + ".inventory", "%s (fleet_run_clusters[%d], %s) and %s (fleet_run_clusters[%d], %s) "
+                           "are the same inventory (%s); each cluster has its own inventory (its own "
+                           "build/<inventory>/), or its run would overwrite the other's" % (
+                               other_given, other, _name_of(known, other), inventory, index, name,
+                               inventory_identity(path)))
+        known["inventories"].setdefault(inventory_identity(path), (index, inventory))
+        known["by_index"][index] = name
     platform = entry.get("platform")
     if platform is not None and platform not in PLATFORMS:
         problems.error(var + ".platform", "%r; use %s (or leave it out)" % (platform, one_of(PLATFORMS)))
@@ -108,10 +118,44 @@ def _cluster(problems, index, entry, fleet_dir, known):
         _text(problems, "%s.tags[%d]" % (var, tag_index), tag, WORD, WORD_RULE)
     variables = entry.get("vars", {})
     _vars(problems, var + ".vars", variables)
+    environment = _names(problems, var + ".environment", entry.get("environment", []), ENV_NAME, ENV_RULE,
+                         "names of the controller's environment variables this cluster's run may see")
+    credentials = _names(problems, var + ".credentials", entry.get("credentials", []), None, None,
+                         "names of the AWX credentials this cluster's job templates get")
     if len(problems.errors) > before:
         return None
     return {"name": name, "inventory": path, "inventory_given": inventory, "platform": platform or "",
-            "cloud": cloud, "region": entry.get("region"), "tags": list(tags), "vars": dict(variables or {})}
+            "cloud": cloud, "region": entry.get("region"), "tags": list(tags), "vars": dict(variables or {}),
+            "environment": environment, "credentials": credentials}
+
+
+def _names(problems, var, values, pattern, rule, what):
+    """A list of unique one-line names (``environment``, ``credentials``), or [] after naming the problem."""
+    if values is None:
+        return []
+    if not isinstance(values, list):
+        problems.error(var, "%s; give a list of %s" % (kind_of(values), what))
+        return []
+    seen = {}
+    for index, value in enumerate(values):
+        where = "%s[%d]" % (var, index)
+        if not _text(problems, where, value, pattern, rule):
+            continue
+        if value in seen:
+            problems.error(where, "%r is also %s[%d]; name each once" % (value, var, seen[value]))
+        seen.setdefault(value, index)
+    return [v for v in values if isinstance(v, str)]
+
+
+def inventory_identity(path):
+    """What makes two spellings of a cluster inventory the same: the real folder Ansible reads its group_vars and
+    host_vars from (the folder itself, or the folder of an inventory file such as ``x/hosts.yml``)."""
+    real = os.path.realpath(path)
+    return real if os.path.isdir(real) else os.path.dirname(real)
+
+
+def _name_of(known, index):
+    return known["by_index"].get(index) or "?"
 
 
 def _vars(problems, var, variables):
@@ -137,7 +181,7 @@ def load(clusters, fleet_dir, common_vars=None):
         problems.error("fleet_run_clusters", "%s; give a list of clusters, each with %s" % (
             "empty" if clusters == [] else kind_of(clusters), ", ".join(REQUIRED_KEYS)))
     else:
-        known = {"names": {}, "inventories": {}}
+        known = {"names": {}, "inventories": {}, "by_index": {}}
         for index, entry in enumerate(clusters):
             cluster = _cluster(problems, index, entry, fleet_dir, known)
             if cluster is not None:
@@ -294,13 +338,91 @@ def build_dir(project_dir, cluster, common_vars=None, run_folder=None):
     return os.path.join(project_dir, "build", name)
 
 
+def _tagged(loader, suffix, node):
+    return None
+
+
+def _loader():
+    """A SafeLoader that reads Ansible's tags (``!vault``, ``!unsafe``) as None instead of failing."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.core.yaml_support import yaml
+
+    loader = type("InventoryLoader", (yaml.SafeLoader,), {})
+    loader.add_multi_constructor("!", _tagged)
+    return loader
+
+
+def _group_vars_files(folder):
+    base = os.path.join(folder, "group_vars")
+    out = []
+    for name in ("all.yml", "all.yaml"):
+        if os.path.isfile(os.path.join(base, name)):
+            out.append(os.path.join(base, name))
+    sub = os.path.join(base, "all")
+    if os.path.isdir(sub):
+        out.extend(os.path.join(sub, n) for n in sorted(os.listdir(sub)) if n.endswith((".yml", ".yaml")))
+    return out
+
+
+def fleet_vars(folder):
+    """The group_vars/all variables of the inventory ``folder`` (later files win), or {}."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.core.yaml_support import yaml
+
+    merged = {}
+    for path in _group_vars_files(folder):
+        with open(path) as handle:
+            try:
+                data = yaml.load(handle, Loader=_loader())  # nosec - a SafeLoader subclass
+            except yaml.YAMLError as exc:
+                raise GpufleetError("%s: not valid YAML: %s" % (path, exc))
+        if isinstance(data, dict):
+            merged.update(data)
+    return merged
+
+
+def planned_build_dir(project_dir, cluster, common_vars=None):
+    """Where the cluster's run will write, as far as it can be known before it runs: gpufleet_build_dir or
+    gpufleet_inventory_name from the cluster's vars, fleet_run_vars or its inventory's group_vars/all (in that
+    order), else <project>/build/<inventory name>; the real path. None when a value is templated ({{ }})."""
+    keys = ("gpufleet_build_dir", "gpufleet_inventory_name")
+    merged = {}
+    for values in (fleet_vars(inventory_identity(cluster["inventory"])), common_vars or {}, cluster["vars"]):
+        merged.update((k, v) for k, v in values.items() if k in keys)
+    if any(isinstance(v, str) and "{" in v for v in merged.values()):
+        return None
+    return os.path.realpath(build_dir(project_dir, dict(cluster, vars=merged)))
+
+
+def check_build_dirs(clusters, project_dir, common_vars=None):
+    """Refuse two clusters whose runs would write the same build folder (their runs would overwrite each other and
+    the fleet report would show one cluster's data under the other's name), naming both; before anything runs."""
+    seen = {}
+    problems = []
+    for cluster in clusters:
+        try:
+            path = planned_build_dir(project_dir, cluster, common_vars)
+        except GpufleetError as exc:
+            problems.append("%s: %s" % (cluster["name"], exc.msg))
+            continue
+        if path is None:
+            continue
+        if path in seen:
+            problems.append("clusters %s and %s would both write the build folder %s (gpufleet_build_dir / "
+                            "gpufleet_inventory_name, or inventories with one name); give each cluster its own"
+                            % (seen[path], cluster["name"], path))
+        seen.setdefault(path, cluster["name"])
+    if problems:
+        raise GpufleetError("the fleet file has %d problem(s): %s" % (len(problems), "; ".join(problems)),
+                            errors=problems)
+
+
 def _said_build_dir(run_folder):
     """The absolute path in ``run_folder``/BUILD_DIR_FILE, or None (no folder, no file, not one absolute path)."""
     if not run_folder:
         return None
-    try:
-        with open(os.path.join(run_folder, BUILD_DIR_FILE)) as handle:
-            text = handle.read().strip()
-    except (IOError, OSError):
+    try:  # never through a symbolic link planted in the run folder
+        fd = os.open(os.path.join(run_folder, BUILD_DIR_FILE), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd) as handle:
+            text = handle.read(65536).strip()
+    except (IOError, OSError, ValueError):
         return None
     return text if text and "\n" not in text and os.path.isabs(text) else None

@@ -17,6 +17,8 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.gpufleet.k8s.plugins.module_utils.kube import redact
+
 # gpufleet variable -> kubernetes.core option (the same names in the k8s and helm modules)
 CONNECTION_VARS = (
     ("gpufleet_k8s_kubeconfig", "kubeconfig"),
@@ -73,6 +75,29 @@ def connection(values):
     return out
 
 
+KUBECONFIG_FORMS = ("the path of a kubeconfig file on the controller (absolute, or ~/...), or empty for the "
+                    "client's default")
+
+
+def check(params, plan, problems):
+    """Preflight: ``gpufleet_k8s_kubeconfig`` is a path (the role argument spec says ``str``, the path of a file).
+    A kubeconfig given inline - a mapping, or its JSON/YAML text - is refused without quoting it: it carries
+    tokens and keys, and every message and module argument that names the connection would carry them too."""
+    value = (params.get("extra") or {}).get("gpufleet_k8s_kubeconfig")
+    if value in (None, "") or redact.inline_kubeconfig(value) is None:
+        return
+    form = "a mapping" if isinstance(value, dict) or str(value).strip().startswith("{") else "kubeconfig text"
+    problems.error("gpufleet_k8s_kubeconfig", "is an inline kubeconfig (%s, not shown: it holds credentials); "
+                   "allowed: %s. Write the kubeconfig to a file readable only by you (mode 0600) and give its "
+                   "path" % (form, KUBECONFIG_FORMS))
+
+
+def secret_values(values):
+    """Strings of the ``gpufleet_k8s_*`` values (the inputs dictionary) that no result may show: the secrets of an
+    inline kubeconfig (refused by :func:`check`) and credentials in the API server URL."""
+    return set(redact.secrets(dict((k, v) for k, v in (values or {}).items() if k.startswith("gpufleet_k8s_"))))
+
+
 def helm_connection(values):
     out = connection(values)
     out["binary_path"] = values.get("gpufleet_helm_binary") or "helm"
@@ -83,16 +108,6 @@ def retired(values):
     """Messages for retired per-role connection variables that are set."""
     return ["%s: replaced by %s (one connection for every task); move the value there" % (var, RETIRED_VARS[var])
             for var in sorted(RETIRED_VARS) if values.get(var) not in (None, "")]
-
-
-def _target(conn):
-    if conn.get("host"):
-        return "API server %s" % conn["host"]
-    if conn.get("kubeconfig"):
-        return "kubeconfig %s%s" % (conn["kubeconfig"], ", context %s" % conn["context"] if conn.get("context") else "")
-    if conn.get("context"):
-        return "context %s of the default kubeconfig" % conn["context"]
-    return "the client's default (in-cluster config, else $KUBECONFIG or ~/.kube/config)"
 
 
 _CAUSES = (
@@ -120,8 +135,9 @@ HOW = ("Set gpufleet_k8s_kubeconfig (and gpufleet_k8s_context), or gpufleet_k8s_
 
 def access_problem(error, conn):
     """What to tell the user when the cluster did not answer: ``error`` is the client's raw error
-    text, ``conn`` the connection options used."""
-    raw = str(error or "unknown error")
+    text, ``conn`` the connection options used. Both go through the one redaction point (module_utils.kube.redact):
+    no token, inline kubeconfig, key or URL credentials reaches the message."""
+    raw = redact.scrub(error or "unknown error", conn)
     cause = "the cluster did not answer"
     for needles, text in _CAUSES:
         if all(n in raw for n in needles):
@@ -130,7 +146,7 @@ def access_problem(error, conn):
     if len(raw) > 400:
         raw = raw[:400] + "..."
     return ("gpufleet cannot reach the Kubernetes cluster (%s): %s. Nothing was applied. "
-            "%s Client error: %s" % (_target(conn), cause, HOW, raw))
+            "%s Client error: %s" % (redact.describe(conn), cause, HOW, raw))
 
 
 def _object_name(item):
@@ -177,7 +193,8 @@ def apply_problem(results, component):
         if cause and ("Max retries exceeded" in msg or "Connection" in msg or "timed out" in msg):
             lost.append((_object_name(r.get("item")), cause))
         else:
-            refused.append("%s: %s" % (_object_name(r.get("item")), _first_line(_server_message(msg), 400)))
+            said = redact.scrub(_server_message(msg))
+            refused.append("%s: %s" % (_object_name(r.get("item")), _first_line(said, 400)))
     parts = ["Applying %s stopped part-way: %d of %d object(s) applied or already as rendered%s" % (
         component, len(done), len(results), (" (%s)" % ", ".join(done)) if done else "")]
     if refused:
@@ -203,7 +220,7 @@ def helm_problem(result, binary):
     """The message when the helm binary the GPU Operator install needs is not usable."""
     if result and not result.get("failed") and result.get("rc", 1) == 0:
         return ""
-    detail = str((result or {}).get("msg") or (result or {}).get("stderr") or "not found").strip()
+    detail = redact.scrub(str((result or {}).get("msg") or (result or {}).get("stderr") or "not found").strip())
     return ("gpufleet_addons_mode is operator: the GPU Operator is installed with helm, but %r does not run (%s). "
             "Nothing was applied. Install helm 3 on the controller or set gpufleet_helm_binary to its path."
             % (binary, detail[:200]))
@@ -239,14 +256,10 @@ def task_problem(result, what, connection=None):
         [result] if result.get("failed") else [])
     if not failed:
         return ""
-    secrets = [str(v) for k, v in (connection or {}).items() if k in ("api_key", "kubeconfig") and isinstance(v, str) and v]
     parts = []
     for item in failed:
-        text = str(item.get("msg") or "failed without a message").strip()
-        for secret in secrets:
-            if len(secret) >= 4 and secret in text:
-                text = text.replace(secret, "********")
-        label = _item_label(item.get("_ansible_item_label", item.get("item")))
+        text = redact.scrub(str(item.get("msg") or "failed without a message").strip(), connection)
+        label = redact.scrub(_item_label(item.get("_ansible_item_label", item.get("item"))), connection)
         parts.append("%s%s" % ("%s: " % label if label and "results" in result else "", text[:1500]))
     return "%s failed: %s" % (what, "; ".join(parts))
 
