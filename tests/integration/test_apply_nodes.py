@@ -22,7 +22,7 @@ def test_unreachable_cluster_stops_with_a_clear_message_before_anything(tmp_path
     assert rc == 2, out[-3000:]
     assert ("gpufleet cannot reach the Kubernetes cluster (API server http://127.0.0.1:%d): the connection was "
             "refused" % port) in text, text[-3000:]
-    assert "Nothing was applied" in text and "Set gpufleet_k8s_kubeconfig" in text
+    assert "This step applied nothing" in text and "Set gpufleet_k8s_kubeconfig" in text
     assert "TASK [gpufleet : Reach the Kubernetes cluster once before anything is applied]" in text
     assert "Max retries" not in text.split("gpufleet cannot reach")[0]  # no raw urllib3 error first
     assert not build.exists()  # not even a render: it stopped before the stage's roles ran
@@ -33,7 +33,7 @@ def test_missing_kubeconfig_names_the_file(tmp_path):
                        "-e", "gpufleet_k8s_kubeconfig=%s" % (tmp_path / "nope.yaml"), playbook="playbooks/cluster.yml")
     text = flat(out)
     assert rc == 2 and "(kubeconfig %s)" % (tmp_path / "nope.yaml") in text, text[-3000:]
-    assert "Nothing was applied" in text
+    assert "This step applied nothing" in text
 
 
 @pytest.mark.parametrize("var, playbook", [("k8s_apply_kubeconfig", "playbooks/cluster.yml"),

@@ -134,7 +134,7 @@ def test_operator_mode_is_refused_while_the_standalone_addons_run(env, standalon
     assert rc != 0
     text = flat(out)
     assert "gpufleet_addons_mode is operator, but the standalone add-ons gpufleet deployed still run" in text, text[-3000:]
-    assert "nvidia-device-plugin/nvidia-device-plugin" in text and "Nothing was applied" in text
+    assert "nvidia-device-plugin/nvidia-device-plugin" in text and "This step applied nothing" in text
     # refused before anything of the operator reached the cluster
     assert releases(cp) == [] and policies(cp) == []
     # the command it gives removes them, and only then does operator mode install

@@ -52,7 +52,7 @@ def test_the_recorded_schema_refuses_the_chart_key():
 ])
 def test_olm_is_detected_before_anything_is_applied(found, expect):
     got = olm_problem(found)
-    assert (expect in got and "Nothing was applied" in got) if expect else got == ""
+    assert (expect in got and "This step applied nothing" in got) if expect else got == ""
 
 
 @pytest.mark.parametrize("values,expect", [
@@ -85,7 +85,7 @@ def test_retired_variables_name_their_replacement():
 ])
 def test_access_problem_names_the_cause(error, cause):
     msg = access_problem(error, {"host": "https://api:6443"})
-    assert cause in msg and "(API server https://api:6443)" in msg and "Nothing was applied" in msg
+    assert cause in msg and "(API server https://api:6443)" in msg and "This step applied nothing" in msg
 
 
 def test_helm_problem():
@@ -111,6 +111,6 @@ def test_mode_switch_refuses_two_device_plugins(mode, ds, cp, expect):
     from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.mode_switch import switch_problem
     got = switch_problem(mode, ds, cp, "inventories/prod")
     if expect:
-        assert expect in got and "Nothing was applied" in got and "-i inventories/prod" in got
+        assert expect in got and "This step applied nothing" in got and "-i inventories/prod" in got
     else:
         assert got == ""

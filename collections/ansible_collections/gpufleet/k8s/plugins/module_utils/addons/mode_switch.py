@@ -35,12 +35,12 @@ def switch_problem(mode, gpufleet_daemonsets, cluster_policies, inventory="inven
             base, " -e nvidia_device_plugin_nfd_enabled=true" if nfd else "")
         return ("gpufleet_addons_mode is operator, but the standalone add-ons gpufleet deployed still run (DaemonSet %s): "
                 "the GPU Operator's device plugin would run beside them and both would advertise the same GPUs. "
-                "Nothing was applied. Remove them first with: %s - then run this stage again."
+                "This step applied nothing (what earlier steps of this run applied stays as it is). Remove them first with: %s - then run this stage again."
                 % (", ".join(names), cmd))
     if mode == "standalone" and cluster_policies:
         names = sorted(_name(c) for c in cluster_policies)
         return ("gpufleet_addons_mode is standalone, but the GPU Operator runs (ClusterPolicy %s): gpufleet's device "
-                "plugin would run beside the operator's. Nothing was applied. Remove the operator first with: "
+                "plugin would run beside the operator's. This step applied nothing (what earlier steps of this run applied stays as it is). Remove the operator first with: "
                 "%s -e gpufleet_addons_mode=operator -e gpu_operator_state=absent - then run this stage again."
                 % (", ".join(names), base))
     return ""
