@@ -6,6 +6,11 @@ with an MPS pool failed after the device plugin and GFD were applied. Here the e
 pool shares its GPUs with MPS (4 clients per GPU); provision labels the nodes, the cluster stage applies
 server-side, the MPS control daemon's pods run on exactly the pool's nodes (KWOK stands in for the
 kubelets), and a re-run changes nothing.
+
+Issue 38 item 2: the fix for that dropped hostPID and kept shareProcessNamespace, the reverse of the
+device plugin's chart v0.20.0 (mps.enableHostPID: true; the MPS server finds its own PID through
+/proc/self), so the daemon could not start on a real node. The daemon now runs in the host's PID namespace
+without a shared one, and the API server must accept that too.
 """
 import json
 
@@ -69,7 +74,7 @@ def test_the_mps_control_daemon_runs_on_exactly_the_mps_pool_nodes(applied):
     cp = applied[0]
     ds = cp.get("/apis/apps/v1/namespaces/nvidia-device-plugin/daemonsets/" + MPS_DAEMON)
     pod = ds["spec"]["template"]["spec"]
-    assert pod["shareProcessNamespace"] is True and not pod.get("hostPID")
+    assert pod["hostPID"] is True and not pod.get("shareProcessNamespace")
     want = [(n, True) for n in L4]
     cp.wait(lambda: daemon_pods(cp, MPS_DAEMON) == want, 90, "the MPS control daemon Ready on the three L4 nodes")
     # the pool's device plugin config (selected by the node label provision sets) shares by MPS

@@ -101,16 +101,36 @@ def test_daemonset_contract():
 def test_mps_pool_adds_control_daemon_and_mps_root():
     objs = by_kind_name(device_plugin_objects(plan(POOLS), {}))
     mps = objs[("DaemonSet", "nvidia-device-plugin-mps-control-daemon")]["spec"]["template"]["spec"]
-    # as the device plugin's chart: privileged, one process namespace with its config-manager sidecar (which
-    # signals it), no hostPID (the API server refuses hostPID together with shareProcessNamespace)
-    assert mps["shareProcessNamespace"] is True and "hostPID" not in mps
+    # as the device plugin's chart v0.20.0 (mps.enableHostPID: true): privileged and in the host's PID
+    # namespace (the MPS server finds its own PID through /proc/self; issue 38 item 2: with a shared process
+    # namespace instead it could not start), so no shared process namespace (the API server refuses both);
+    # its config-manager sidecar finds it among the host's processes by its command line, as in the chart
+    assert mps["hostPID"] is True and mps["shareProcessNamespace"] is False
     assert mps["containers"][0]["securityContext"] == {"privileged": True}
     assert {e["name"]: e.get("value") for e in mps["containers"][1]["env"]}["PROCESS_TO_SIGNAL"] == \
         "/usr/bin/mps-control-daemon"
     assert {"name": "mps-root", "hostPath": {"path": "/run/nvidia/mps", "type": "DirectoryOrCreate"}} in mps["volumes"]
     plugin = objs[("DaemonSet", "nvidia-device-plugin")]["spec"]["template"]["spec"]
     assert any(v["name"] == "mps-root" for v in plugin["volumes"])
-    assert "hostPID" not in plugin
+    assert "hostPID" not in plugin and plugin["shareProcessNamespace"] is True
+
+
+def gfd_container(pools):
+    pod = by_kind_name(device_plugin_objects(plan(pools), {}))[("DaemonSet", "gpu-feature-discovery")]
+    return pod["spec"]["template"]["spec"]["containers"][0]
+
+
+@pytest.mark.parametrize("pools,mig", [(POOLS, True), ([POOLS[2]], True), ([POOLS[3]], True),
+                                       ([POOLS[0], POOLS[1], POOLS[4]], False)])
+def test_gfd_monitors_mig_devices_where_a_pool_uses_mig(pools, mig):
+    """Issue 38 item 7: as the device plugin's chart, GFD gets NVIDIA_MIG_MONITOR_DEVICES=all and SYS_ADMIN
+    (after dropping every other capability) where a MIG strategy other than none applies; it ran without
+    the variable, so the nvidia.com/mig.* labels could be missing. Without MIG: neither."""
+    gfd = gfd_container(pools)
+    env = {e["name"]: e.get("value") for e in gfd["env"]}
+    assert env.get("NVIDIA_MIG_MONITOR_DEVICES") == ("all" if mig else None)
+    assert gfd["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": dict(
+        {"drop": ["ALL"]}, **({"add": ["SYS_ADMIN"]} if mig else {}))}
 
 
 def test_without_mps_or_mig_no_control_daemon_and_no_capabilities():

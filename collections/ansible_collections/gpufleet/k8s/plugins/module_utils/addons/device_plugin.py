@@ -130,18 +130,23 @@ def _restricted(mig):
     return {"allowPrivilegeEscalation": False, "capabilities": caps}
 
 
-def _pod_spec(s, plan, containers, init, volumes, runtime_class, process_namespace=True):
+def _pod_spec(s, plan, containers, init, volumes, runtime_class, host_pid=False):
+    """A node agent's pod spec: its containers share one process namespace (the config-manager sidecar
+    signals the agent), or with ``host_pid`` they run in the host's PID namespace instead (the API server
+    refuses the two together)."""
     spec = {
         "priorityClassName": "system-node-critical",
         "securityContext": _a.pod_security_context(),
         "serviceAccountName": SERVICE_ACCOUNT,
-        "shareProcessNamespace": process_namespace,
+        "shareProcessNamespace": not host_pid,
         "tolerations": _a.gpu_tolerations(plan, s["nvidia_device_plugin_extra_tolerations"]),
         "affinity": _a.gpu_node_affinity(plan),
         "initContainers": init,
         "containers": containers,
         "volumes": volumes,
     }
+    if host_pid:
+        spec["hostPID"] = True
     if runtime_class:
         spec["runtimeClassName"] = "nvidia"
     return spec
@@ -219,9 +224,10 @@ def device_plugin_objects(plan, extra):
 
     # MPS control daemon: one per node of a pool that shares GPUs with MPS (nodes labelled with such a
     # pool, or labelled nvidia.com/mps.capable=true by GFD). Privileged (it starts nvidia-cuda-mps-control
-    # and mounts the MPS shm), in a process namespace shared with its config-manager sidecar, which signals
-    # it on a config change - as the device plugin's own chart runs it. Not hostPID: the API server refuses
-    # hostPID together with shareProcessNamespace.
+    # and mounts the MPS shm) and in the host's PID namespace, as the device plugin's chart v0.20.0 runs it
+    # by default (mps.enableHostPID): the MPS server finds its own PID through /proc/self. Hence no shared
+    # process namespace (the API server refuses both together): the config-manager sidecar finds the daemon
+    # by its command line among the host's processes, as in the chart (PROCESS_TO_SIGNAL unchanged).
     if s["any_mps"]:
         mps_name = NAME + "-mps-control-daemon"
         mps_spec = _pod_spec(
@@ -239,7 +245,7 @@ def device_plugin_objects(plan, extra):
               "volumeMounts": [{"name": "mps-root", "mountPath": "/mps", "mountPropagation": "Bidirectional"}]},
              _config_manager(image, True, "")],
             _config_volumes() + [_a.host_path("mps-root", MPS_ROOT, "DirectoryOrCreate"),
-                                 _a.host_path("mps-shm", MPS_ROOT + "/shm")], rc)
+                                 _a.host_path("mps-shm", MPS_ROOT + "/shm")], rc, host_pid=True)
         mps_pools = sorted(p["name"] for p in plan.get("pools") or [] if (p.get("sharing") or {}).get("mode") == "mps"
                            and p.get("allocation") != "dra")
         mps_spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
@@ -248,13 +254,19 @@ def device_plugin_objects(plan, extra):
         ]}}}
         objs.append(_daemonset(mps_name, ns, "mps-control-daemon", mps_spec))
 
-    # GPU feature discovery: writes nvidia.com/gpu.* labels as an NFD feature file on each node.
+    # GPU feature discovery: writes nvidia.com/gpu.* labels as an NFD feature file on each node. With a
+    # MIG pool it sees the MIG devices as the plugin does (NVIDIA_MIG_MONITOR_DEVICES, SYS_ADMIN), as the
+    # chart gives it whenever a MIG strategy other than none may apply; without, it would miss the
+    # nvidia.com/mig.* labels.
     if s["nvidia_device_plugin_gfd_enabled"]:
+        gfd_env = [_node_name_env()] + _env([("CONFIG_FILE", "/config/config.yaml"),
+                                             ("GFD_SLEEP_INTERVAL", "60s"),
+                                             ("NVIDIA_VISIBLE_DEVICES", "all"),
+                                             ("NVIDIA_DRIVER_CAPABILITIES", "compute,utility")])
+        if s["any_mig"]:
+            gfd_env.append({"name": "NVIDIA_MIG_MONITOR_DEVICES", "value": "all"})
         gfd = {"name": "gpu-feature-discovery", "image": image, "command": ["gpu-feature-discovery"],
-               "env": [_node_name_env()] + _env([("CONFIG_FILE", "/config/config.yaml"),
-                                                 ("GFD_SLEEP_INTERVAL", "60s"),
-                                                 ("NVIDIA_VISIBLE_DEVICES", "all"),
-                                                 ("NVIDIA_DRIVER_CAPABILITIES", "compute,utility")]),
+               "env": gfd_env,
                "securityContext": _restricted(s["any_mig"]),
                "volumeMounts": [{"name": "output-dir", "mountPath": GFD_FEATURES_DIR},
                                 {"name": "host-sys", "mountPath": "/sys", "readOnly": True},
