@@ -167,6 +167,25 @@ def test_driver_values_follow_the_settings_and_platform():
     assert values["logVerbosity"] == "6"
 
 
+@pytest.mark.parametrize("modes,gates", [
+    (["none"], None),
+    (["mig"], None),
+    (["time-slicing"], {"TimeSlicingSettings": True}),
+    (["mps"], {"MPSSupport": True}),
+    (["time-slicing", "mps", "none"], {"TimeSlicingSettings": True, "MPSSupport": True}),
+])
+def test_driver_values_enable_exactly_the_feature_gates_the_pools_sharing_needs(modes, gates):
+    """The driver (v0.5.0 pkg/featuregates) refuses a GpuConfig with TimeSlicing or MPS unless its gate is on
+    (tests/integration/test_dra_judge.py runs the driver's own validation on these values)."""
+    pools = [dict(DRA, name="d%d" % i, sharing=dict({"mode": mode}, **({"mig_profile": "1g.10gb"} if mode == "mig"
+                                                                        else {})))
+             for i, mode in enumerate(modes)]
+    # a device-plugin pool's sharing needs no DRA gate
+    pools.append({"name": "p", "gpu_type": "l4", "sharing": {"mode": "mps", "replicas": 2}})
+    values = dra_driver.driver_values(plan_of(*pools), {})
+    assert values.get("featureGates") == gates
+
+
 def test_chart_is_pinned_unless_overridden():
     assert dra_driver.chart(dra_driver.settings({}))["version"] == versions.CHARTS["dra_driver"]["version"] == "0.5.0"
     assert versions.CHARTS["dra_driver"]["name"] == "dra-driver-nvidia-gpu"

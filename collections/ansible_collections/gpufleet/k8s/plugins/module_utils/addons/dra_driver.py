@@ -18,7 +18,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.core.yaml_support imp
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES, MULTI_NODE_NVLINK
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.dra import ALLOCATION_LABEL, MIN_KUBERNETES, compute_domain, \
-    dra_pools, is_dra, parse_version
+    dra_pools, feature_gates, is_dra, parse_version
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.versions import CHARTS, image_ref, images, with_prefix
 
 SETTINGS_PREFIX = "nvidia_dra_driver_"
@@ -229,6 +229,11 @@ def driver_values(plan, extra):
             "tolerations": tolerations(pools),
         },
     }
+    gates = feature_gates(pools)
+    if gates:
+        # the chart writes these into FEATURE_GATES of its controller and kubelet plugins (and renders the MPS
+        # control daemon's RBAC only with MPSSupport): exactly the gates the DRA pools' sharing needs
+        values["featureGates"] = gates
     secrets = (extra or {}).get("gpufleet_image_pull_secrets") or []
     if secrets:
         values["imagePullSecrets"] = [{"name": str(n)} for n in secrets]

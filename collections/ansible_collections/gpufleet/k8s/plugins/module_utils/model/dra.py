@@ -40,6 +40,11 @@ COMPUTE_DOMAIN_CLASSES = ("compute-domain-daemon.nvidia.com", "compute-domain-de
 API_VERSION = "resource.k8s.io/v1"
 GPU_CONFIG_API = "resource.nvidia.com/v1beta1"
 SHARING_STRATEGIES = {"time-slicing": "TimeSlicing", "mps": "MPS"}
+# The driver's feature gate each sharing strategy needs (sigs.k8s.io/dra-driver-nvidia-gpu v0.5.0,
+# pkg/featuregates: both alpha and off by default). Without it the GPU kubelet plugin's validation refuses a
+# GpuConfig with that strategy at prepare ("... is selected as the GPU sharing strategy, but the ... feature
+# gate is not enabled"), and the chart renders no MPS RBAC.
+SHARING_FEATURE_GATES = {"time-slicing": "TimeSlicingSettings", "mps": "MPSSupport"}
 TIME_SLICE_INTERVALS = ("Default", "Short", "Medium", "Long")
 # Node labels on a DRA pool's nodes (pool_node_labels): the kubelet plugin's nodeSelector, the device
 # plugin's exclusion, and the GPU Operator's own switch for its device plugin.
@@ -184,6 +189,11 @@ def selectors(pool, mig=False):
 
 def _mode(pool):
     return (pool.get("sharing") or {}).get("mode", "none")
+
+
+def feature_gates(pools):
+    """{gate: True} of the driver's feature gates the DRA pools' sharing modes need (SHARING_FEATURE_GATES)."""
+    return {SHARING_FEATURE_GATES[_mode(p)]: True for p in dra_pools(pools) if _mode(p) in SHARING_FEATURE_GATES}
 
 
 def gpu_counts(pool):
