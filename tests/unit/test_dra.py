@@ -331,9 +331,26 @@ def test_the_device_plugin_excludes_dra_nodes_only_when_there_are_dra_pools():
     mixed = _plugin_terms(plan_of(DRA, {"name": "p", "gpu_type": "l4"}))
     assert mixed and all(exclusion in t["matchExpressions"] for t in mixed)
     assert not any(exclusion in t["matchExpressions"] for t in _plugin_terms(plan_of({"name": "p", "gpu_type": "l4"})))
-    # no device plugin config for a DRA pool, and its mps sharing is not the plugin's
-    assert sorted(plugin_configs(normalize_pools([dict(DRA, sharing={"mode": "mps"}),
-                                                  {"name": "p", "gpu_type": "l4"}]))) == ["default", "p"]
+
+
+@pytest.mark.parametrize("mode", ["standalone", "operator"])
+def test_every_config_a_nodes_label_names_is_in_the_device_plugin_configmap(mode):
+    """GFD runs on DRA nodes too, and its config-manager crash-loops when the node's nvidia.com/device-plugin.config
+    label names a config the ConfigMap lacks (issue 38, defect 5)."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.gpu_operator import operator_values
+    pools = [dict(DRA, sharing={"mode": "mps"}), dict(DRA, name="dt", sharing={"mode": "time-slicing"}),
+             dict(DRA, name="dm", sharing={"mode": "mig", "mig_profile": "1g.10gb"}), {"name": "p", "gpu_type": "l4"}]
+    plan = dict(plan_of(*pools), addons_mode=mode)
+    if mode == "standalone":
+        data = next(o for o in device_plugin_objects(plan, {}) if o["kind"] == "ConfigMap")["data"]
+    else:
+        data = operator_values(plan, {})["devicePlugin"]["config"]["data"]
+    for pool in plan["pools"]:
+        assert pool_node_labels(pool)["nvidia.com/device-plugin.config"] in data, pool["name"]
+    # what GFD reads on a DRA node: whole GPUs, no sharing (the driver shares per claim); MIG devices per profile
+    for name, strategy in (("d", "none"), ("dt", "none"), ("dm", "mixed")):
+        assert yaml.safe_load(data[name]) == {"version": "v1", "flags": {"migStrategy": strategy,
+                                                                         "failOnInitError": True}}, name
 
 
 # ------------------------------------------------------------------------------------------ mirror, docs
@@ -429,7 +446,8 @@ def test_operator_mode_keeps_its_values_and_the_operators_device_plugin_off_dra_
     assert mig_strategy(mixed) == "single"
     values = operator_values(mixed, {})
     data = values["devicePlugin"]["config"]["data"]
-    assert "d" not in data and "p" in data  # no device plugin config for the DRA pool
+    assert "p" in data   # the DRA pool's config is GFD's: MIG devices labelled per profile, no sharing
+    assert yaml.safe_load(data["d"])["flags"]["migStrategy"] == "mixed" and "sharing" not in yaml.safe_load(data["d"])
     assert pool_node_labels(mixed["pools"][0])["nvidia.com/gpu.deploy.device-plugin"] == "false"
 
 
