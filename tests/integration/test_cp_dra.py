@@ -189,8 +189,10 @@ def test_more_gpus_than_a_node_has_is_reported_with_the_schedulers_reason(cluste
         text = v[job["metadata"]["name"]]
         return text if "Unschedulable" in text else None
     text = smoke.final_verdicts({"j": cp.wait(reason, 60, "the scheduler's verdict")})["j"]
-    assert text.startswith("failed: did not finish in time, Pending, Unschedulable:"), text
-    assert "cannot allocate all claims" in text, text
+    # named as a claim the scheduler cannot allocate, with the scheduler's own words
+    assert text.startswith("failed: did not finish in time, Pending, ResourceClaim "), text
+    assert "(from template big-h100-gpus-4) cannot be allocated" in text, text
+    assert "the scheduler says Unschedulable:" in text and "cannot allocate all claims" in text, text
 
 
 def test_mixed_cluster_no_gpu_is_advertised_twice(cluster):

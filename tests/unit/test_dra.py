@@ -11,6 +11,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.model import dra
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import addons, dra_driver
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import mirror_manifest, mirror_scripts
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core import versions
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import device_plugin_objects, plugin_configs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.placement import example_job, placement
@@ -56,6 +57,26 @@ def test_dra_below_kubernetes_1_34_is_refused_naming_the_version_variable(extra,
     assert any(e.startswith(want) for e in errors), errors
 
 
+@pytest.mark.parametrize("gpu_type", sorted(GPU_TYPES))
+def test_the_largest_min_memory_gb_preflight_allows_is_what_the_driver_publishes(gpu_type):
+    """The catalogue's dra_memory_mib is what the driver's ResourceSlice says (NVML, in MiB): the largest value
+    preflight accepts renders a CEL quantity every such GPU reaches, one more is refused."""
+    mib = GPU_TYPES[gpu_type]["dra_memory_mib"]
+    most = dra.published_memory_gib(gpu_type)
+    assert most * 1024 <= mib < (most + 1) * 1024 and most < GPU_TYPES[gpu_type]["memory_gib"] + 1
+    pool = dict(DRA, gpu_type=gpu_type, gpus_per_node=1)
+    assert dra_errors([dict(pool, dra={"min_memory_gb": most})], gpufleet_kubernetes_version="1.34") == []
+    assert any(".dra.min_memory_gb: %d is more than" % (most + 1) in e for e in dra_errors(
+        [dict(pool, dra={"min_memory_gb": most + 1})], gpufleet_kubernetes_version="1.34"))
+
+
+def test_a_mig_pools_min_memory_gb_is_not_held_against_the_whole_gpu():
+    """A MIG pool renders no memory selector (its devices are MIG instances): nothing to refuse."""
+    pool = dict(DRA, sharing={"mode": "mig", "mig_profile": "1g.10gb", "mig_preconfigured": True},
+                dra={"min_memory_gb": 80})
+    assert dra_errors([pool], gpufleet_kubernetes_version="1.34") == []
+
+
 def test_eks_with_its_version_at_1_34_passes():
     assert dra_errors([dict(DRA, gpus_per_node=8)], platform="eks", gpu_pools_eks_kubernetes_version="1.34") == []
 
@@ -84,6 +105,13 @@ def test_eks_with_its_version_at_1_34_passes():
      "gpufleet_gpu_pools[0].dra.mps_active_thread_percentage: 0 is not allowed; use an integer from 1 to 100"),
     (dict(DRA, dra={"min_memory_gb": "80GB"}), "gpufleet_gpu_pools[0].dra.min_memory_gb: '80GB' is not allowed; "
                                                "use an integer >= 1"),
+    # the driver publishes an H100 80GB HBM3 as 81559Mi (79.65 GiB): 80Gi never matches
+    (dict(DRA, dra={"min_memory_gb": 80}), "gpufleet_gpu_pools[0].dra.min_memory_gb: 80 is more than a h100-80gb GPU "
+                                           "has as the DRA driver publishes it (81559Mi, from NVML: 79.65 GiB), so the "
+                                           "pool's claims would never be allocated; use at most 79"),
+    (dict(DRA, gpu_type="h200-141gb", dra={"min_memory_gb": 141}),
+     "gpufleet_gpu_pools[0].dra.min_memory_gb: 141 is more than a h200-141gb GPU has as the DRA driver publishes it "
+     "(143771Mi, from NVML: 140.40 GiB), so the pool's claims would never be allocated; use at most 140"),
     (dict(DRA, dra={"product_name": "it's"}), "gpufleet_gpu_pools[0].dra.product_name: \"it's\" is not allowed"),
     (dict(DRA, dra={"claim_namespaces": "ml"}), "gpufleet_gpu_pools[0].dra.claim_namespaces: 'ml' is not allowed"),
 ])
@@ -233,13 +261,13 @@ def claims(pool, ns="ml"):
 
 
 def test_whole_gpu_pool_gets_one_gpu_and_node_worth_templates_with_cel_selectors():
-    objs = claims(dict(DRA, dra={"product_name": "NVIDIA H100 80GB HBM3", "min_memory_gb": 80}))
+    objs = claims(dict(DRA, dra={"product_name": "NVIDIA H100 80GB HBM3", "min_memory_gb": 79}))
     assert sorted(objs) == ["d-gpu", "d-gpus-4"]
     req = objs["d-gpus-4"]["spec"]["spec"]["devices"]["requests"][0]
     assert req["exactly"]["deviceClassName"] == "gpu.nvidia.com" and req["exactly"]["count"] == 4
     assert [s["cel"]["expression"] for s in req["exactly"]["selectors"]] == [
         "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'",
-        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('80Gi')) >= 0"]
+        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('79Gi')) >= 0"]
     assert {o["kind"] for o in objs.values()} == {"ResourceClaimTemplate"}
     assert {o["metadata"]["namespace"] for o in objs.values()} == {"ml"}
     # no selector when the pool names no model or memory
@@ -372,6 +400,14 @@ def test_mirror_manifest_lists_the_dra_chart_and_image_only_with_dra_pools():
 def test_docs_dra_holds_the_pinned_versions():
     with open(os.path.join(ROOT, "docs", "dra.md")) as handle:
         assert versions.dra_table_markdown() in handle.read()
+
+
+def test_docs_dra_example_passes_preflight():
+    """docs/dra.md's first example (its min_memory_gb was 80 on an H100, which the driver publishes as 79.65 GiB)."""
+    with open(os.path.join(ROOT, "docs", "dra.md")) as handle:
+        example = yaml.safe_load(handle.read().split("```yaml\n", 1)[1].split("```", 1)[0])
+    pools = [dict(p, node_group="g") for p in example["gpufleet_gpu_pools"]]
+    assert dra_errors(pools, gpufleet_kubernetes_version=example["gpufleet_kubernetes_version"]) == []
 
 
 def test_role_defaults_equal_the_argument_spec():

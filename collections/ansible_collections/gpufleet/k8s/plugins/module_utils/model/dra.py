@@ -30,6 +30,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError, kind_of, one_of
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.mig import MIG_PROFILES
 
 ALLOCATIONS = ("device-plugin", "dra")
@@ -114,6 +115,8 @@ def check_pool(var, pool, problems):
     mem = dra.get("min_memory_gb")
     if mem is not None and (isinstance(mem, bool) or not isinstance(mem, int) or mem < 1):
         problems.error(var + ".dra.min_memory_gb", "%r is not allowed; use an integer >= 1 (GiB)" % (mem,))
+    elif mem is not None and _mode(pool) != "mig":
+        _check_memory(var + ".dra.min_memory_gb", pool, mem, problems)
     namespaces = dra.get("claim_namespaces")
     if namespaces is not None and (not isinstance(namespaces, list) or not all(
             isinstance(n, str) and re.match(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", n) for n in namespaces)):
@@ -142,6 +145,23 @@ def check_pool(var, pool, problems):
         problems.error(var + ".sharing.mig_profile", "is required for a DRA pool with MIG: its claims ask the "
                        "mig.nvidia.com class for that profile; use %s"
                        % (one_of(sorted(profiles)) if profiles else "a MIG profile such as 1g.10gb"))
+
+
+def published_memory_gib(gpu_type):
+    """The largest whole GiB the driver's ``memory`` capacity of a ``gpu_type`` GPU reaches (gpu_catalog
+    dra_memory_mib: what NVML reports, less than the marketed size), or None for a type the catalogue lacks."""
+    mib = (GPU_TYPES.get(gpu_type) or {}).get("dra_memory_mib")
+    return mib // 1024 if mib else None
+
+
+def _check_memory(var, pool, mem, problems):
+    """A min_memory_gb no GPU of the pool's type reaches renders a claim that never schedules."""
+    most = published_memory_gib(pool.get("gpu_type"))
+    if most is not None and mem > most:
+        problems.error(var, "%d is more than a %s GPU has as the DRA driver publishes it (%dMi, from NVML: %.2f GiB), "
+                       "so the pool's claims would never be allocated; use at most %d"
+                       % (mem, pool.get("gpu_type"), GPU_TYPES[pool["gpu_type"]]["dra_memory_mib"],
+                          GPU_TYPES[pool["gpu_type"]]["dra_memory_mib"] / 1024.0, most))
 
 
 def _check_compute_domain(var, value, problems):
