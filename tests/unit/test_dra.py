@@ -16,7 +16,8 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.placement import example_job, placement
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
-from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.selfmanaged import pool_node_labels
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.selfmanaged import node_objects, pool_node_labels
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import DEFAULT_GPU_TAINT as DEFAULT_TAINT
 from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.smoke import smoke_job
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pool, normalize_pools
 
@@ -154,7 +155,9 @@ def test_driver_values_select_the_dra_pools_nodes_and_pin_the_image():
     # the chart's own default toleration (nvidia.com/gpu, which gpufleet's list replaces) and the DRA pools' taints
     # (the device-plugin pool's are not a DRA pool's)
     assert values["kubeletPlugin"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-                                                      {"key": "team", "operator": "Exists", "effect": "NoSchedule"}]
+                                                      {"key": "team", "operator": "Exists", "effect": "NoSchedule"},
+                                                      {"key": "gpufleet.io/gpu-allocation", "operator": "Exists",
+                                                       "effect": "NoSchedule"}]
     # pinned by tag and NVIDIA's published digest (GPU Operator v26.7.0 OLM bundle), the mirror keeps the digest
     assert values["image"] == {"repository": "mirror.local:5000/nvidia/dra-driver-nvidia-gpu",
                                "tag": "v0.5.0@sha256:9b46984c0eb18def60e2b9817b874275f4b5b08d12d491de4f1a7b91b51d706c"}
@@ -347,6 +350,36 @@ def test_dra_pool_nodes_are_labelled_for_the_driver_and_against_the_operators_de
     assert "gpufleet.io/gpu-allocation" not in pool_node_labels(normalize_pool({"name": "p", "gpu_type": "l4"}))
 
 
+DRA_TAINT = {"key": "gpufleet.io/gpu-allocation", "value": "dra", "effect": "NoSchedule"}
+DRA_TOLERATION = {"key": "gpufleet.io/gpu-allocation", "operator": "Exists", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize("platform", ["kubeadm", "eks"])
+def test_dra_nodes_are_tainted_so_plain_gpu_pods_do_not_land_there_by_surprise(platform):
+    """Issue 38, defect 10: the chart's gpu.nvidia.com DeviceClass carries extendedResourceName nvidia.com/gpu, so
+    (DRAExtendedResource, on from Kubernetes 1.36) a plain nvidia.com/gpu pod can be given a DRA GPU. DRA pools'
+    nodes carry gpufleet.io/gpu-allocation=dra:NoSchedule; the pool's own pods, the kubelet plugin and the GPU
+    node agents tolerate it, a device-plugin pool's pods do not."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.karpenter import nodepool
+    dra_pool = normalize_pool(dict(DRA, zones=["us-east-1a"]) if platform == "eks" else DRA)
+    plug = normalize_pool({"name": "p", "gpu_type": "l4"})
+    assert DRA_TAINT in dra_pool["taints"] and dict(DEFAULT_TAINT) in dra_pool["taints"]
+    assert DRA_TAINT not in plug["taints"]
+    if platform == "eks":
+        assert DRA_TAINT in nodepool(dra_pool)["spec"]["template"]["spec"]["taints"]
+    else:
+        (node,) = node_objects(dra_pool, ["h1"])
+        assert DRA_TAINT in node["spec"]["taints"]
+    assert DRA_TOLERATION in placement(dra_pool, platform)["tolerations"]
+    assert DRA_TOLERATION not in placement(plug, platform).get("tolerations", [])
+    plan = plan_of(DRA, {"name": "p", "gpu_type": "l4"}, platform=platform)
+    assert DRA_TOLERATION in dra_driver.driver_values(plan, {})["kubeletPlugin"]["tolerations"]
+    assert DRA_TOLERATION in addons.gpu_tolerations(plan)   # GFD, dcgm-exporter, the operator's agents
+    # a pool that accepts plain GPU pods says so with its own taint of that key (here: a preference only)
+    soft = normalize_pool(dict(DRA, taints=[dict(DRA_TAINT, effect="PreferNoSchedule")]))
+    assert soft["taints"] == [dict(DRA_TAINT, effect="PreferNoSchedule")]
+
+
 def _plugin_terms(plan):
     ds = next(o for o in device_plugin_objects(plan, {}) if o["kind"] == "DaemonSet"
               and o["metadata"]["name"] == "nvidia-device-plugin")
@@ -464,6 +497,53 @@ def test_the_report_counts_dra_devices_from_slices_and_allocations_from_claims()
     # render mode: a DRA pool's planned capacity is its GPUs (no extended resource to expect)
     planned = build_report(dict(plan, pools=[dict(plan["pools"][0], min_nodes=3)]))
     assert planned["pools"][0]["capacity"] == 6
+
+
+def test_the_report_counts_pending_dra_pods_as_pending_gpu_pods_of_their_pool():
+    """Issue 38, defect 10: a pod waiting for a DRA GPU requests no extended resource; it still is a pending GPU pod,
+    so the right-sizing hint ("at its max") covers DRA pools."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report import build_report, report_pod
+    plan = {"platform": "kubeadm", "cluster_name": "c",
+            "pools": normalize_pools([dict(DRA, gpus_per_node=2, max_nodes=1),
+                                      {"name": "p", "gpu_type": "l4", "gpus_per_node": 2, "max_nodes": 1}])}
+    nodes = [{"metadata": {"name": "n-dra", "labels": {"gpufleet.io/pool": "d"}}, "status": {"allocatable": {}}},
+             {"metadata": {"name": "n-plug", "labels": {"gpufleet.io/pool": "p"}},
+              "status": {"allocatable": {"nvidia.com/gpu": "2"}}}]
+    gpu = {"type": {"string": "gpu"}}
+    slices = [{"spec": {"driver": "gpu.nvidia.com", "nodeName": "n-dra",
+                        "devices": [{"name": "gpu-0", "attributes": gpu}, {"name": "gpu-1", "attributes": gpu}]}}]
+
+    def pending(name, refs, generated=()):
+        return report_pod({"metadata": {"namespace": "ml", "name": name, "annotations": {"secret": "x"}},
+                           "spec": {"resourceClaims": refs, "containers": [
+                               {"env": [{"name": "TOKEN", "value": "s3cret"}],
+                                "resources": {"claims": [{"name": "gpu"}]}}]},
+                           "status": {"phase": "Pending", "resourceClaimStatuses": list(generated)}})
+    # the pool's own templates; a user's claim of the gpu class (no pool named); a claim of
+    # another driver's class (not a GPU)
+    own = pending("a", [{"name": "gpu", "resourceClaimTemplateName": "d-gpus-2"}],
+                  [{"name": "gpu", "resourceClaimName": "a-gpu-x1"}])
+    one = pending("b", [{"name": "gpu", "resourceClaimTemplateName": "d-gpu"}])
+    user = pending("c", [{"name": "gpu", "resourceClaimTemplateName": "mine"}],
+                   [{"name": "gpu", "resourceClaimName": "c-gpu-x2"}])
+    other = pending("e", [{"name": "nic", "resourceClaimName": "nic"}])
+    claims = [{"metadata": {"namespace": "ml", "name": "c-gpu-x2"},
+               "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}},
+              {"metadata": {"namespace": "ml", "name": "nic"},
+               "spec": {"devices": {"requests": [{"name": "nic", "exactly": {"deviceClassName": "nic.example.com"}}]}}}]
+    assert "env" not in str(own) and "annotations" not in str(own)   # the report keeps names only
+    at_max = "pool d is at its max (1 of 1 nodes): raise max_nodes or expect pending GPU pods"
+    report = build_report(plan, nodes=nodes, pods=[own, other], slices=slices, claims=claims)
+    rows = {r["pool"]: r for r in report["pools"]}
+    assert (rows["d"]["pending_gpu_pods"], rows["p"]["pending_gpu_pods"], report["totals"]["pending_gpu_pods"]) == \
+        (1, 0, 1)
+    assert at_max in report["hints"] and not any(h.startswith("pool p is at its max") for h in report["hints"])
+    report = build_report(plan, nodes=nodes, pods=[one, user], slices=slices, claims=claims)
+    rows = {r["pool"]: r for r in report["pools"]}
+    # the user's claim waits for any DRA pool: in the total and d's hint, pinned to no pool's row
+    assert (rows["d"]["pending_gpu_pods"], report["totals"]["pending_gpu_pods"]) == (1, 2)
+    assert at_max in build_report(plan, nodes=nodes, pods=[user], slices=slices, claims=claims)["hints"]
+    assert at_max not in build_report(plan, nodes=nodes, pods=[other], slices=slices, claims=claims)["hints"]
 
 
 def test_eks_nodepool_of_a_dra_pool_labels_its_nodes_for_the_kubelet_plugin():

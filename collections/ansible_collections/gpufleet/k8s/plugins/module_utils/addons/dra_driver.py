@@ -108,9 +108,10 @@ def check(params, plan, problems):
                                "(create the node pool yourself), or allocation: device-plugin")
         problems.warn("gpufleet_gpu_pools", "GKE: create the node pool(s) of %s yourself, with --accelerator "
                       "...,gpu-driver-version=disabled (then install the driver with Google's installer, under "
-                      "/home/kubernetes/bin/nvidia) and the node labels gke-no-default-nvidia-gpu-device-plugin=true, "
-                      "%s=dra and gpufleet.io/pool=<pool>; GKE's own time-sharing, MPS and MIG node pool settings do "
-                      "not apply to DRA pools" % (names, ALLOCATION_LABEL))
+                      "/home/kubernetes/bin/nvidia), the node labels gke-no-default-nvidia-gpu-device-plugin=true, "
+                      "%s=dra and gpufleet.io/pool=<pool>, and the node taint %s=dra:NoSchedule (keeps plain "
+                      "nvidia.com/gpu pods off); GKE's own time-sharing, MPS and MIG node pool settings do not apply "
+                      "to DRA pools" % (names, ALLOCATION_LABEL, ALLOCATION_LABEL))
     if platform == "eks":
         problems.warn("gpufleet_gpu_pools", "EKS: Karpenter does not yet simulate DRA devices (upstream tracking issue "
                       "kubernetes-sigs/karpenter#3228), so a pending pod's claim may not make it launch a node for "

@@ -51,6 +51,14 @@ TIME_SLICE_INTERVALS = ("Default", "Short", "Medium", "Long")
 # plugin's exclusion, and the GPU Operator's own switch for its device plugin.
 ALLOCATION_LABEL = "gpufleet.io/gpu-allocation"
 OPERATOR_DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+# The taint every DRA pool's nodes get (spec.normalize_pool adds it to the pool's taints unless the pool has a
+# taint with this key already). The chart's gpu.nvidia.com DeviceClass sets extendedResourceName nvidia.com/gpu,
+# and with Kubernetes' DRAExtendedResource (beta and on from 1.36, GA from 1.37) the scheduler then satisfies a
+# plain nvidia.com/gpu request with a DRA device on a node that does not advertise the resource: a pod that asked
+# for a device-plugin GPU would land on a DRA node by surprise (a drain moved one there). The pool's own pods get
+# the toleration from its placement, its node agents from the pools' taints; other pods stay off unless they
+# tolerate it. docs/dra.md says how to accept them instead.
+DRA_TAINT = {"key": ALLOCATION_LABEL, "value": "dra", "effect": "NoSchedule"}
 MIN_KUBERNETES = (1, 34)
 CLAIM_NAME = "gpu"
 # Sharing keys of the device plugin that mean nothing to the DRA driver (it shares through GpuConfig).
@@ -410,6 +418,21 @@ def published(devices, what):
     if what == "gpu":
         return devices["gpu"]
     return devices["mig"].get(what[len("mig "):], 0)
+
+
+def claim_device_classes(claim):
+    """The device classes a ResourceClaim's requests ask for (``exactly`` and each ``firstAvailable`` choice)."""
+    out = set()
+    for request in (((claim or {}).get("spec") or {}).get("devices") or {}).get("requests") or []:
+        for choice in [request.get("exactly") or {}] + list(request.get("firstAvailable") or []):
+            if choice.get("deviceClassName"):
+                out.add(choice["deviceClassName"])
+    return out
+
+
+def claims_gpus(claim):
+    """True when a ResourceClaim asks NVIDIA's driver for a GPU or a MIG device."""
+    return bool(claim_device_classes(claim) & {GPU_CLASS, MIG_CLASS})
 
 
 def claim_allocations(claims):
