@@ -28,9 +28,10 @@ def feature_gates_env(gates):
 
 def judge(configs, gates):
     """{name: verdict} of the driver for ``configs`` ({name: opaque parameters}) with the feature gates ``gates``
-    (the chart's featureGates map); a verdict is {"name", "kind", "accepted", "error"}."""
+    (the chart's featureGates map, or the FEATURE_GATES text the chart rendered); a verdict is {"name", "kind",
+    "accepted", "error"}."""
     items = [{"name": name, "parameters": params} for name, params in sorted(configs.items())]
-    env = dict(os.environ, FEATURE_GATES=feature_gates_env(gates))
+    env = dict(os.environ, FEATURE_GATES=gates if isinstance(gates, str) else feature_gates_env(gates))
     proc = subprocess.run([binary()], input=json.dumps(items), env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, "dra-judge refused its input (rc %d): %s" % (proc.returncode, proc.stderr)
     return {v["name"]: v for v in json.loads(proc.stdout)}

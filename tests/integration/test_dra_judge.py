@@ -9,7 +9,8 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import dra_dri
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.versions import CHARTS
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model import dra
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
-from dra_judge import ROOT, judge
+from dra_chart import render
+from dra_judge import ROOT, feature_gates_env, judge
 
 # Needs a Go build (not in scripts/test.sh --quick): the playbook tier, like the other tests of built binaries;
 # contract: the claims are checked against upstream's own code.
@@ -74,3 +75,14 @@ def test_without_the_gates_the_driver_refuses_the_sharing_configs(mode, gate):
                             in v["error"].replace('"', "'") for v in verdicts.values()), verdicts
     # a gate set off explicitly, as values_overrides could, is refused the same way
     assert not any(v["accepted"] for v in judge(configs, {gate: False}).values())
+
+
+def test_the_real_chart_hands_gpufleets_gates_to_the_kubelet_plugin_and_the_driver_accepts_with_them(tmp_path):
+    """NVIDIA's chart (../shared/charts, rendered by the real helm) turns the featureGates value into the kubelet
+    plugin's FEATURE_GATES; with exactly that text the driver accepts every shared pool's config."""
+    configs, _classes, values = rendered(SHAPES)
+    (plugin,) = [o for o in render(pytest, values, tmp_path) if o["kind"] == "DaemonSet"]
+    env = {e["name"]: e.get("value") for c in plugin["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])
+           if c["name"] == "gpus"}
+    assert env["FEATURE_GATES"] == feature_gates_env(values["featureGates"]) == "MPSSupport=true,TimeSlicingSettings=true,"
+    assert all(v["accepted"] for v in judge(configs, env["FEATURE_GATES"]).values())

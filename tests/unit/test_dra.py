@@ -435,6 +435,34 @@ def test_docs_dra_holds_the_pinned_versions():
         assert versions.dra_table_markdown() in handle.read()
 
 
+SHARED_DRA_CHART = os.path.normpath(os.path.join(ROOT, "..", "shared", "charts", "dra-driver-nvidia-gpu-main-95932046"))
+
+
+def test_every_value_gpufleet_sets_is_a_key_of_the_real_charts_values():
+    """NVIDIA's chart has no values schema: a key it does not know is ignored without a word. Every key gpufleet's
+    values set (all settings on) exists in the real chart's values.yaml, down to where the chart's default is a
+    free-form map or list (nodeSelector, tolerations, featureGates, ...)."""
+    if not os.path.isdir(SHARED_DRA_CHART):
+        pytest.skip(reason="needs NVIDIA's DRA driver chart in ../shared/charts/ (%s is absent)" % SHARED_DRA_CHART)
+    with open(os.path.join(SHARED_DRA_CHART, "values.yaml")) as handle:
+        chart = yaml.safe_load(handle)
+    pools = [dict(DRA, sharing={"mode": "mps"}, taints=[{"key": "t", "value": "v", "effect": "NoSchedule"}]),
+             dict(DRA, name="t", sharing={"mode": "time-slicing"})]
+    values = dra_driver.driver_values(plan_of(*pools), {"gpufleet_image_pull_secrets": ["pull"],
+                                                         "nvidia_dra_driver_compute_domains_enabled": True})
+
+    def unknown(ours, theirs, path):
+        out = []
+        for key, value in ours.items():
+            if key not in theirs:
+                out.append(path + key)
+            elif isinstance(value, dict) and isinstance(theirs[key], dict) and theirs[key]:
+                out.extend(unknown(value, theirs[key], path + key + "."))
+        return out
+    assert unknown(values, chart, "") == []
+    assert "featureGates" in values and chart["featureGates"] == {}
+
+
 def test_docs_dra_example_passes_preflight():
     """docs/dra.md's first example (its min_memory_gb was 80 on an H100, which the driver publishes as 79.65 GiB)."""
     with open(os.path.join(ROOT, "docs", "dra.md")) as handle:
