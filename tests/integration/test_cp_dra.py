@@ -61,7 +61,7 @@ def cluster(control_plane, tmp_path_factory):
     cp = control_plane
     values = dra_driver.driver_values({"platform": "kubeadm", "addons_mode": "standalone", "pools": POOLS}, {})
     classes = [o for o in render(pytest, values, tmp_path_factory.mktemp("dra-chart")) if o["kind"] == "DeviceClass"]
-    assert sorted(c["metadata"]["name"] for c in classes) == ["gpu.nvidia.com", "mig.nvidia.com"]
+    assert sorted(c["metadata"]["name"] for c in classes) == ["gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com"]
     for klass in classes:
         _apply(cp, klass)
     for node, (pool, slice_, gpus) in NODES.items():
@@ -227,7 +227,10 @@ def test_a_plain_nvidia_com_gpu_pod_stays_off_dra_nodes_unless_it_tolerates_them
         cond = [c for c in pod["status"].get("conditions") or [] if c["type"] == "PodScheduled"]
         return cond[0]["message"] if cond and cond[0]["status"] == "False" else None
     message = cp.wait(refused, 60, "the scheduler's verdict on the classic pod")
-    assert "gpufleet.io/gpu-allocation" in message, message
+    # every DRA node (the only nodes whose taint it does not tolerate) refused it for the taint
+    dra_nodes = sum(1 for n in cp.items("/api/v1/nodes")
+                    if (n["metadata"].get("labels") or {}).get("gpufleet.io/gpu-allocation") == "dra")
+    assert "%d node(s) had untolerated taint" % dra_nodes in message, message
     assert not cp.get("/api/v1/namespaces/%s/pods/classic" % NS)["spec"].get("nodeName")
     plain("tolerant", classic + [{"key": "gpufleet.io/gpu-allocation", "operator": "Exists", "effect": "NoSchedule"}])
     pod = cp.wait(lambda: _running(cp, "tolerant"), 60, "the tolerant pod Running")

@@ -126,7 +126,7 @@ def test_the_cluster_stage_installs_the_dra_driver_and_a_rerun_changes_nothing(a
     assert values["gpuResourcesEnabledOverride"] is True and values["resources"]["gpus"] == {"enabled": True}
     classes = {d["metadata"]["name"]: d for d in cp.items("/apis/resource.k8s.io/v1/deviceclasses")}
     assert sorted(classes) == ["compute-domain-daemon.nvidia.com", "compute-domain-default-channel.nvidia.com",
-                               "gpu.nvidia.com", "mig.nvidia.com"]
+                               "gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com"]
     # what makes plain nvidia.com/gpu pods schedulable on DRA nodes (docs/dra.md; the DRA taint keeps them off)
     assert classes["gpu.nvidia.com"]["spec"]["extendedResourceName"] == "nvidia.com/gpu"
     # the ComputeDomain part: on in the values; the pool's ComputeDomain applied beside its claims, through the
