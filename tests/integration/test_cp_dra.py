@@ -4,9 +4,9 @@ and kube-controller-manager v1.37, KWOK for the kubelets).
 The DRA driver cannot run here (no GPU, no kubelet): tests/helpers/dra_standin.py, a labelled STAND-IN, publishes the
 ResourceSlices its kubelet plugin would publish for the simulated GPUs. The DeviceClasses are the real ones: NVIDIA's
 chart (../shared/charts, tests/helpers/dra_chart.py) rendered by the real helm with gpufleet's values; the module
-skips, naming that folder, where it is absent. Everything gpufleet renders is the real output of module_utils (the pools' claim templates, the smoke
-Jobs, the placement fragment, the device plugin DaemonSet, the pools' node labels), and the real scheduler
-allocates the claims. resource.k8s.io/v1 is served by kube-apiserver without any --runtime-config or feature
+skips, naming that folder, where it is absent. Everything gpufleet renders is the real output of module_utils (the
+pools' claim templates, the smoke Jobs, the placement fragment, the device plugin DaemonSet, the pools' node labels
+and taints), and the real scheduler allocates the claims. resource.k8s.io/v1 is served by kube-apiserver without any --runtime-config or feature
 gate (GA in 1.34): the control plane here starts with none.
 """
 import json

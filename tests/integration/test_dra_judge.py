@@ -84,5 +84,6 @@ def test_the_real_chart_hands_gpufleets_gates_to_the_kubelet_plugin_and_the_driv
     (plugin,) = [o for o in render(pytest, values, tmp_path) if o["kind"] == "DaemonSet"]
     env = {e["name"]: e.get("value") for c in plugin["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])
            if c["name"] == "gpus"}
-    assert env["FEATURE_GATES"] == feature_gates_env(values["featureGates"]) == "MPSSupport=true,TimeSlicingSettings=true,"
+    assert env["FEATURE_GATES"] == feature_gates_env(values["featureGates"]) == \
+        "MPSSupport=true,TimeSlicingSettings=true,"
     assert all(v["accepted"] for v in judge(configs, env["FEATURE_GATES"]).values())

@@ -12,7 +12,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import addons,
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import mirror_manifest, mirror_scripts
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core import versions
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES
-from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import device_plugin_objects, plugin_configs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import device_plugin_objects
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.placement import example_job, placement
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight

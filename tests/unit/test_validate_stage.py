@@ -107,7 +107,8 @@ def test_a_dra_claim_no_node_can_satisfy_is_named_and_survives_the_jobs_deadline
     failed = {"metadata": {"name": "gpufleet-smoke-d"},
               "status": {"conditions": [{"type": "Failed", "status": "True", "reason": "DeadlineExceeded"}]}}
     after = with_last_wait(job_verdicts([failed], [], [], ["gpufleet-smoke-d"]), running)["gpufleet-smoke-d"]
-    assert after.startswith("failed: DeadlineExceeded, while Pending, ResourceClaim gpufleet-smoke-d-x1-gpu-8k2lq"), after
+    assert after.startswith("failed: DeadlineExceeded, while Pending, ResourceClaim gpufleet-smoke-d-x1-gpu-8k2lq"), \
+        after
     # nothing known before: the Job's own reason stays as it is
     assert with_last_wait({"j": "failed: DeadlineExceeded"}, {"j": "running: pod not finished"}) == \
         {"j": "failed: DeadlineExceeded"}
