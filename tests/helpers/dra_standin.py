@@ -1,4 +1,5 @@
-"""STAND-IN for NVIDIA's DRA Driver for GPUs (its gpu-kubelet-plugin and the DeviceClasses its chart creates).
+"""STAND-IN for NVIDIA's DRA Driver for GPUs' gpu-kubelet-plugin (the DeviceClasses are the real chart's:
+tests/helpers/dra_chart.py).
 
 No GPU and no kubelet run here, so nothing real can publish devices. This module writes, through the real
 API server, what the driver's kubelet plugin publishes for a node: one ResourceSlice of driver
@@ -7,8 +8,7 @@ driver sets (type gpu, uuid, productName, brand, architecture, cudaComputeCapabi
 cudaDriverVersion, pcieBusID) and the capacity ``memory``; on a MIG-enabled GPU, one device per MIG
 instance (``gpu-<minor>-mig-<giProfileId>-<start>-<size>``, type mig, profile, parentUUID, memory and
 multiprocessors) instead. The names and attributes are the driver's (read from its source); the values
-are simulated. The DeviceClasses are the chart's selectors (type gpu / type mig of driver gpu.nvidia.com).
-Only the real kube-scheduler allocates from them.
+are simulated. Only the real kube-scheduler allocates from them.
 """
 
 import zlib
@@ -22,15 +22,6 @@ MODELS = {
 }
 # MIG profiles of an H100 80GB the tests use: (GPU instance profile id, placement size, memory MiB, SMs)
 H100_MIG = {"1g.10gb": (19, 1, 9856, 16), "3g.40gb": (9, 4, 40192, 60)}
-
-
-def device_classes():
-    """The DeviceClasses the driver's chart creates for its GPU part."""
-    def klass(name, kind):
-        return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
-                "spec": {"selectors": [{"cel": {"expression": "device.driver == '%s' && device.attributes['%s']"
-                                                              ".type == '%s'" % (DRIVER, DRIVER, kind)}}]}}
-    return [klass("gpu.nvidia.com", "gpu"), klass("mig.nvidia.com", "mig")]
 
 
 def _gpu_uuid(node, minor):

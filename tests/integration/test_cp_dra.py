@@ -2,10 +2,11 @@
 and kube-controller-manager v1.37, KWOK for the kubelets).
 
 The DRA driver cannot run here (no GPU, no kubelet): tests/helpers/dra_standin.py, a labelled STAND-IN, publishes the
-ResourceSlices its kubelet plugin would publish for the simulated GPUs and creates the DeviceClasses its chart
-creates. Everything gpufleet renders is the real output of module_utils (the pools' claim templates, the smoke
-Jobs, the placement fragment, the device plugin DaemonSet, the pools' node labels), and the real scheduler
-allocates the claims. resource.k8s.io/v1 is served by kube-apiserver without any --runtime-config or feature
+ResourceSlices its kubelet plugin would publish for the simulated GPUs. The DeviceClasses are the real ones: NVIDIA's
+chart (../shared/charts, tests/helpers/dra_chart.py) rendered by the real helm with gpufleet's values; the module
+skips, naming that folder, where it is absent. Everything gpufleet renders is the real output of module_utils (the
+pools' claim templates, the smoke Jobs, the placement fragment, the device plugin DaemonSet, the pools' node labels
+and taints), and the real scheduler allocates the claims. resource.k8s.io/v1 is served by kube-apiserver without any --runtime-config or feature
 gate (GA in 1.34): the control plane here starts with none.
 """
 import json
@@ -15,6 +16,7 @@ import re
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model import dra
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import dra_driver
 from ansible_collections.gpufleet.k8s.plugins.module_utils.day2 import smoke
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import device_plugin_objects
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.placement import placement
@@ -22,7 +24,8 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.selfmanaged imp
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 from cp_nodes import cluster_inventory
 from controlplane import ApiError
-from dra_standin import device_classes, slice_for
+from dra_chart import render
+from dra_standin import slice_for
 from ansible_run import ROOT, run_site
 
 NS = "dra-test"
@@ -54,9 +57,12 @@ def _apply(cp, obj):
 
 
 @pytest.fixture(scope="module")
-def cluster(control_plane):
+def cluster(control_plane, tmp_path_factory):
     cp = control_plane
-    for klass in device_classes():
+    values = dra_driver.driver_values({"platform": "kubeadm", "addons_mode": "standalone", "pools": POOLS}, {})
+    classes = [o for o in render(pytest, values, tmp_path_factory.mktemp("dra-chart")) if o["kind"] == "DeviceClass"]
+    assert sorted(c["metadata"]["name"] for c in classes) == ["gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com"]
+    for klass in classes:
         _apply(cp, klass)
     for node, (pool, slice_, gpus) in NODES.items():
         p = BY_NAME[pool]
@@ -189,8 +195,48 @@ def test_more_gpus_than_a_node_has_is_reported_with_the_schedulers_reason(cluste
         text = v[job["metadata"]["name"]]
         return text if "Unschedulable" in text else None
     text = smoke.final_verdicts({"j": cp.wait(reason, 60, "the scheduler's verdict")})["j"]
-    assert text.startswith("failed: did not finish in time, Pending, Unschedulable:"), text
-    assert "cannot allocate all claims" in text, text
+    # named as a claim the scheduler cannot allocate, with the scheduler's own words
+    assert text.startswith("failed: did not finish in time, Pending, ResourceClaim "), text
+    assert "(from template big-h100-gpus-4) cannot be allocated" in text, text
+    assert "the scheduler says Unschedulable:" in text and "cannot allocate all claims" in text, text
+
+
+def test_a_plain_nvidia_com_gpu_pod_stays_off_dra_nodes_unless_it_tolerates_them(cluster):
+    """Issue 38, defect 10. The chart's gpu.nvidia.com DeviceClass carries extendedResourceName nvidia.com/gpu, and
+    the 1.37 scheduler (DRAExtendedResource, GA) then gives an nvidia.com/gpu request a DRA GPU on a node that does
+    not advertise the resource. A pod written for the device-plugin pools (it tolerates their nvidia.com/gpu taint)
+    asking for more GPUs than any device-plugin node has must stay Pending, not land on a DRA node; the same pod with
+    the DRA pools' toleration does land there, so the taint is what keeps it off."""
+    cp = cluster
+    klass = cp.get("/apis/resource.k8s.io/v1/deviceclasses/gpu.nvidia.com")
+    assert klass["spec"]["extendedResourceName"] == "nvidia.com/gpu"
+    # a spare DRA node with 4 GPUs (the other DRA nodes' GPUs are claimed by the tests above)
+    spare = dict(BY_NAME["big-h100"], name="spare-h100")
+    cp.add_node("h100-spare", labels=pool_node_labels(spare), taints=[dict(t) for t in pool_taints(spare)])
+    _apply(cp, slice_for("h100-spare", "h100", 4))
+
+    def plain(name, tolerations):
+        cp.create("/api/v1/namespaces/%s/pods" % NS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                  "spec": {"restartPolicy": "Never", "tolerations": tolerations, "containers": [
+                      {"name": "c", "image": "cuda:stand-in", "resources": {"limits": {"nvidia.com/gpu": "3"}}}]}})
+    classic = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    plain("classic", classic)
+
+    def refused():
+        pod = cp.get("/api/v1/namespaces/%s/pods/classic" % NS)
+        cond = [c for c in pod["status"].get("conditions") or [] if c["type"] == "PodScheduled"]
+        return cond[0]["message"] if cond and cond[0]["status"] == "False" else None
+    message = cp.wait(refused, 60, "the scheduler's verdict on the classic pod")
+    # every DRA node (the only nodes whose taint it does not tolerate) refused it for the taint
+    dra_nodes = sum(1 for n in cp.items("/api/v1/nodes")
+                    if (n["metadata"].get("labels") or {}).get("gpufleet.io/gpu-allocation") == "dra")
+    assert "%d node(s) had untolerated taint" % dra_nodes in message, message
+    assert not cp.get("/api/v1/namespaces/%s/pods/classic" % NS)["spec"].get("nodeName")
+    plain("tolerant", classic + [{"key": "gpufleet.io/gpu-allocation", "operator": "Exists", "effect": "NoSchedule"}])
+    pod = cp.wait(lambda: _running(cp, "tolerant"), 60, "the tolerant pod Running")
+    assert pod["spec"]["nodeName"] == "h100-spare"
+    cp.delete("/api/v1/namespaces/%s/pods/tolerant" % NS)
+    cp.delete("/api/v1/namespaces/%s/pods/classic" % NS)
 
 
 def test_mixed_cluster_no_gpu_is_advertised_twice(cluster):

@@ -1,17 +1,21 @@
 """The cluster stage (playbooks/cluster.yml, apply mode) with a DRA pool beside a device-plugin pool, on the real
-control plane (tests/helpers/controlplane.py) with the real helm.
+control plane (tests/helpers/controlplane.py) with the real helm and NVIDIA's real chart (../shared/charts,
+tests/helpers/dra_chart.py: packaged as the 0.5.0 release is stamped; the module skips, naming that folder, where it
+is absent).
 
-NVIDIA's chart cannot be downloaded here: tests/standin/dra-driver-chart is a LABELLED STAND-IN with the pinned
-name and version that refuses values keys it does not know and places a kubelet-plugin DaemonSet by the values
-gpufleet renders; tests/helpers/dra_standin.py, also a stand-in, publishes the ResourceSlice the plugin would. The
-scheduler, the DaemonSet controller and the API server are real: the kubelet plugin lands on the DRA pool's node
-only, the device plugin on the other pool's node only, the claim templates are applied in the pool's
-dra.claim_namespaces, and a pod placed with the rendered fragment gets its GPUs allocated.
+tests/helpers/dra_standin.py, a labelled STAND-IN, publishes the ResourceSlice the kubelet plugin would (no GPU, no
+kubelet here). The scheduler, the DaemonSet and Deployment controllers, the API server (with the chart's
+ValidatingAdmissionPolicy) and the chart are real: the kubelet plugin lands on the DRA pool's node only, the device
+plugin on the other pool's node only, the driver's controller on the plain node, the claim templates are applied in
+the pool's dra.claim_namespaces, and a pod placed with the rendered fragment gets its GPUs allocated.
 
-The cluster starts as one that ran gpufleet's previous pin: a stand-in release of the old chart (name
-nvidia-dra-driver-gpu, 25.12.0, with v25.12.0's real ComputeDomain CRD, which requires numNodes) installed by helm.
-gpufleet's run must bring the CRDs to the pinned chart's schema before the upgrade (Helm never updates CRDs) and
-upgrade the release in place (nameOverride: the same DaemonSet, not a second one under the new chart's name).
+The cluster starts as one that ran gpufleet's previous pin, v25.12.0 (chart name nvidia-dra-driver-gpu). That chart
+is not in ../shared/charts, so the previous release is a LABELLED STAND-IN built here from the real chart: its files
+with the old name and version (25.12.0) and v25.12.0's real ComputeDomain CRD (which requires numNodes). v25.12.0's
+_helpers.tpl names objects and selector labels exactly as 0.5.0's does (compared at the upstream tag), so the
+DaemonSet it creates is the one the real v25.12.0 would. gpufleet's run must bring the CRDs to the pinned chart's
+schema before the upgrade (Helm never updates CRDs) and upgrade the release in place (nameOverride: the same
+DaemonSet, not a second one under the new chart's name).
 """
 import json
 import os
@@ -26,10 +30,10 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.selfmanaged imp
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pool
 from controlplane import binary
 from cp_nodes import cluster_inventory
+from dra_chart import chart_dir_or_skip, package
 from dra_standin import slice_for
 from ansible_run import ROOT, recap, run_site
 
-CHART = os.path.join(ROOT, "tests", "standin", "dra-driver-chart")
 OLD_CRD = os.path.join(ROOT, "tests", "fixtures", "dra-driver", "v25.12.0", "resource.nvidia.com_computedomains.yaml")
 NS = "nvidia-dra-driver-gpu"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
@@ -55,10 +59,12 @@ def applied(control_plane, tmp_path_factory):
         # as the provision stage labels and taints them; the device plugin advertises the L4 only
         cp.add_node(node, gpu=1 if pool == "infer-l4" else None, labels=pool_node_labels(p),
                     taints=[dict(t) for t in pool_taints(p)])
+    cp.add_node("cpu-01")  # a plain node, untainted: where the driver's controller Deployment runs
     cp.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
     old_uid = _install_previous_release(cp, tmp)
+    chart = package(pytest, tmp / "charts")
     extra = ["-e", "gpufleet_apply=true", "-e", "gpufleet_k8s_kubeconfig=%s" % cp.kubeconfig,
-             "-e", "gpufleet_helm_binary=%s" % binary("helm", "helm"), "-e", "nvidia_dra_driver_chart_path=%s" % CHART]
+             "-e", "gpufleet_helm_binary=%s" % binary("helm", "helm"), "-e", "nvidia_dra_driver_chart_path=%s" % chart]
     runs = [run_site(tmp / "build", *extra, playbook="playbooks/cluster.yml", inventory=str(inv)) for _ in range(2)]
     runs.append(run_site(tmp / "build", *(extra + ["--check", "--diff"]), playbook="playbooks/cluster.yml",
                          inventory=str(inv)))
@@ -71,16 +77,21 @@ def _helm(cp, *args):
 
 
 def _install_previous_release(cp, tmp):
-    """gpufleet's previous install: the stand-in chart as the old name and version, with v25.12.0's CRD, by helm
-    (which creates the CRDs of crds/ on this first install). Returns the kubelet plugin DaemonSet's uid."""
+    """gpufleet's previous install (a labelled stand-in of v25.12.0, see the module's text): the real chart's files as
+    the old name and version, with v25.12.0's CRD, installed by helm (which creates the CRDs of crds/ on this first
+    install) with the values gpufleet gave v25.12.0. Returns the kubelet plugin DaemonSet's uid."""
     old = tmp / "old-chart"
-    shutil.copytree(CHART, str(old))  # links followed: crds/ gets copies
+    shutil.copytree(chart_dir_or_skip(pytest), str(old))
+    for path, _dirs, files in os.walk(str(old)):  # the shared copy is read-only
+        for name in files + [""]:
+            os.chmod(os.path.join(path, name), 0o755 if not name else 0o644)
     chart = yaml.safe_load(open(str(old / "Chart.yaml")))
-    chart.update(name="nvidia-dra-driver-gpu", version="25.12.0", appVersion="v25.12.0")
+    chart.update(name="nvidia-dra-driver-gpu", version="25.12.0", appVersion="25.12.0")
     (old / "Chart.yaml").write_text(yaml.safe_dump(chart))
     shutil.copy(OLD_CRD, str(old / "crds" / "resource.nvidia.com_computedomains.yaml"))
     _helm(cp, "install", "nvidia-dra-driver-gpu", str(old), "-n", NS, "--create-namespace",
-          "--set", "gpuResourcesEnabledOverride=true")
+          "--set", "gpuResourcesEnabledOverride=true", "--set", "kubeletPlugin.affinity=null",
+          "--set-string", "kubeletPlugin.nodeSelector.gpufleet\\.io/gpu-allocation=dra")
     crd = cp.get(CRDS + "computedomains.resource.nvidia.com")
     assert _schema(crd)["required"] == ["channel", "numNodes"]  # the old schema is in place
     (ds,) = cp.items("/apis/apps/v1/namespaces/%s/daemonsets" % NS)
@@ -91,6 +102,11 @@ def _install_previous_release(cp, tmp):
 def _schema(crd):
     (version,) = crd["spec"]["versions"]
     return version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+
+
+# the chart's selector label of a component: <name>-component (the name is nameOverride, gpufleet's
+# nvidia-dra-driver-gpu, as the old chart's own name was)
+COMPONENT = "nvidia-dra-driver-gpu-component%3D"
 
 
 def _pods_of(cp, namespace, component_label):
@@ -108,8 +124,11 @@ def test_the_cluster_stage_installs_the_dra_driver_and_a_rerun_changes_nothing(a
     # the file says what the release got (two comment lines, then every value)
     assert values["kubeletPlugin"]["nodeSelector"] == {"gpufleet.io/gpu-allocation": "dra"}
     assert values["gpuResourcesEnabledOverride"] is True and values["resources"]["gpus"] == {"enabled": True}
-    names = [d["metadata"]["name"] for d in cp.items("/apis/resource.k8s.io/v1/deviceclasses")]
-    assert sorted(names) == ["gpu.nvidia.com", "mig.nvidia.com"]
+    classes = {d["metadata"]["name"]: d for d in cp.items("/apis/resource.k8s.io/v1/deviceclasses")}
+    assert sorted(classes) == ["compute-domain-daemon.nvidia.com", "compute-domain-default-channel.nvidia.com",
+                               "gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com"]
+    # what makes plain nvidia.com/gpu pods schedulable on DRA nodes (docs/dra.md; the DRA taint keeps them off)
+    assert classes["gpu.nvidia.com"]["spec"]["extendedResourceName"] == "nvidia.com/gpu"
     # the ComputeDomain part: on in the values; the pool's ComputeDomain applied beside its claims, through the
     # CRD the chart installed (the real API server validated it against the chart's schema)
     assert values["resources"]["computeDomains"] == {"enabled": True}
@@ -120,8 +139,9 @@ def test_the_cluster_stage_installs_the_dra_driver_and_a_rerun_changes_nothing(a
 
 def test_the_kubelet_plugin_and_the_device_plugin_each_run_on_their_own_pools_node(applied):
     cp = applied[0]
-    cp.wait(lambda: _pods_of(cp, NS, "app.kubernetes.io/component%3Dkubelet-plugin")
-            == ["h100-01"], 60, "the kubelet plugin on h100-01 only")
+    cp.wait(lambda: _pods_of(cp, NS, COMPONENT + "kubelet-plugin") == ["h100-01"], 60,
+            "the kubelet plugin on h100-01 only")
+    cp.wait(lambda: _pods_of(cp, NS, COMPONENT + "controller") == ["cpu-01"], 60, "the controller on cpu-01")
     cp.wait(lambda: [n for n in _pods_of(cp, "nvidia-device-plugin", "app.kubernetes.io/name%3Dnvidia-device-plugin")]
             == ["l4-01"], 60, "the device plugin on l4-01 only")
 
@@ -147,8 +167,8 @@ def test_the_pools_claim_templates_are_applied_and_the_scheduler_allocates_them(
 
 def test_operator_mode_renders_the_dra_driver_beside_the_operator(tmp_path):
     """Render mode (nothing applied) of provision + cluster in operator mode, the operator installing the driver:
-    the DRA driver's values point at the driver container's root, the operator's device plugin config leaves
-    the DRA pool out, and the DRA pool's Node record tells the operator to keep its device plugin off."""
+    the DRA driver's values point at the driver container's root, the operator's device plugin config holds the
+    DRA pool's GFD config, and the DRA pool's Node record tells the operator to keep its device plugin off."""
     inv = tmp_path / "inv"
     (inv / "group_vars" / "all").mkdir(parents=True)
     (inv / "group_vars" / "all" / "gpufleet.yml").write_text(yaml.safe_dump({
@@ -166,7 +186,8 @@ def test_operator_mode_renders_the_dra_driver_beside_the_operator(tmp_path):
     values = yaml.safe_load(open(str(build / "cluster" / "dra-driver" / "dra-driver-values.yaml")))
     assert values["nvidiaDriverRoot"] == "/run/nvidia/driver"
     operator = yaml.safe_load(open(str(build / "cluster" / "gpu-operator" / "gpu-operator-values.yaml")))
-    assert sorted(operator["devicePlugin"]["config"]["data"]) == ["default", "infer-l4"]
+    # the DRA pool's config is the one GFD reads on its nodes (no device plugin runs there)
+    assert sorted(operator["devicePlugin"]["config"]["data"]) == ["default", "infer-l4", "train-h100"]
     node = yaml.safe_load(open(str(build / "provision" / "nodes" / "00-node-h100-01.yaml")))
     assert node["metadata"]["labels"]["nvidia.com/gpu.deploy.device-plugin"] == "false"
     claims = sorted(os.listdir(str(build / "cluster" / "dra-claims")))

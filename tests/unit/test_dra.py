@@ -11,11 +11,13 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.model import dra
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import addons, dra_driver
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import mirror_manifest, mirror_scripts
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core import versions
-from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import device_plugin_objects, plugin_configs
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES
+from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import device_plugin_objects
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.placement import example_job, placement
 from ansible_collections.gpufleet.k8s.plugins.module_utils.preflight import run_preflight
-from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.selfmanaged import pool_node_labels
+from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.selfmanaged import node_objects, pool_node_labels
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import DEFAULT_GPU_TAINT as DEFAULT_TAINT
 from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.smoke import smoke_job
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pool, normalize_pools
 
@@ -56,6 +58,26 @@ def test_dra_below_kubernetes_1_34_is_refused_naming_the_version_variable(extra,
     assert any(e.startswith(want) for e in errors), errors
 
 
+@pytest.mark.parametrize("gpu_type", sorted(GPU_TYPES))
+def test_the_largest_min_memory_gb_preflight_allows_is_what_the_driver_publishes(gpu_type):
+    """The catalogue's dra_memory_mib is what the driver's ResourceSlice says (NVML, in MiB): the largest value
+    preflight accepts renders a CEL quantity every such GPU reaches, one more is refused."""
+    mib = GPU_TYPES[gpu_type]["dra_memory_mib"]
+    most = dra.published_memory_gib(gpu_type)
+    assert most * 1024 <= mib < (most + 1) * 1024 and most < GPU_TYPES[gpu_type]["memory_gib"] + 1
+    pool = dict(DRA, gpu_type=gpu_type, gpus_per_node=1)
+    assert dra_errors([dict(pool, dra={"min_memory_gb": most})], gpufleet_kubernetes_version="1.34") == []
+    assert any(".dra.min_memory_gb: %d is more than" % (most + 1) in e for e in dra_errors(
+        [dict(pool, dra={"min_memory_gb": most + 1})], gpufleet_kubernetes_version="1.34"))
+
+
+def test_a_mig_pools_min_memory_gb_is_not_held_against_the_whole_gpu():
+    """A MIG pool renders no memory selector (its devices are MIG instances): nothing to refuse."""
+    pool = dict(DRA, sharing={"mode": "mig", "mig_profile": "1g.10gb", "mig_preconfigured": True},
+                dra={"min_memory_gb": 80})
+    assert dra_errors([pool], gpufleet_kubernetes_version="1.34") == []
+
+
 def test_eks_with_its_version_at_1_34_passes():
     assert dra_errors([dict(DRA, gpus_per_node=8)], platform="eks", gpu_pools_eks_kubernetes_version="1.34") == []
 
@@ -84,6 +106,13 @@ def test_eks_with_its_version_at_1_34_passes():
      "gpufleet_gpu_pools[0].dra.mps_active_thread_percentage: 0 is not allowed; use an integer from 1 to 100"),
     (dict(DRA, dra={"min_memory_gb": "80GB"}), "gpufleet_gpu_pools[0].dra.min_memory_gb: '80GB' is not allowed; "
                                                "use an integer >= 1"),
+    # the driver publishes an H100 80GB HBM3 as 81559Mi (79.65 GiB): 80Gi never matches
+    (dict(DRA, dra={"min_memory_gb": 80}), "gpufleet_gpu_pools[0].dra.min_memory_gb: 80 is more than a h100-80gb GPU "
+                                           "has as the DRA driver publishes it (81559Mi, from NVML: 79.65 GiB), so the "
+                                           "pool's claims would never be allocated; use at most 79"),
+    (dict(DRA, gpu_type="h200-141gb", dra={"min_memory_gb": 141}),
+     "gpufleet_gpu_pools[0].dra.min_memory_gb: 141 is more than a h200-141gb GPU has as the DRA driver publishes it "
+     "(143771Mi, from NVML: 140.40 GiB), so the pool's claims would never be allocated; use at most 140"),
     (dict(DRA, dra={"product_name": "it's"}), "gpufleet_gpu_pools[0].dra.product_name: \"it's\" is not allowed"),
     (dict(DRA, dra={"claim_namespaces": "ml"}), "gpufleet_gpu_pools[0].dra.claim_namespaces: 'ml' is not allowed"),
 ])
@@ -126,7 +155,9 @@ def test_driver_values_select_the_dra_pools_nodes_and_pin_the_image():
     # the chart's own default toleration (nvidia.com/gpu, which gpufleet's list replaces) and the DRA pools' taints
     # (the device-plugin pool's are not a DRA pool's)
     assert values["kubeletPlugin"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-                                                      {"key": "team", "operator": "Exists", "effect": "NoSchedule"}]
+                                                      {"key": "team", "operator": "Exists", "effect": "NoSchedule"},
+                                                      {"key": "gpufleet.io/gpu-allocation", "operator": "Exists",
+                                                       "effect": "NoSchedule"}]
     # pinned by tag and NVIDIA's published digest (GPU Operator v26.7.0 OLM bundle), the mirror keeps the digest
     assert values["image"] == {"repository": "mirror.local:5000/nvidia/dra-driver-nvidia-gpu",
                                "tag": "v0.5.0@sha256:9b46984c0eb18def60e2b9817b874275f4b5b08d12d491de4f1a7b91b51d706c"}
@@ -165,6 +196,25 @@ def test_driver_values_follow_the_settings_and_platform():
     assert values["kubeletPlugin"]["nodeSelector"] == {"gpufleet.io/gpu-allocation": "dra"}  # deep merge
     assert values["nameOverride"] == "nvidia-dra-driver-gpu"
     assert values["logVerbosity"] == "6"
+
+
+@pytest.mark.parametrize("modes,gates", [
+    (["none"], None),
+    (["mig"], None),
+    (["time-slicing"], {"TimeSlicingSettings": True}),
+    (["mps"], {"MPSSupport": True}),
+    (["time-slicing", "mps", "none"], {"TimeSlicingSettings": True, "MPSSupport": True}),
+])
+def test_driver_values_enable_exactly_the_feature_gates_the_pools_sharing_needs(modes, gates):
+    """The driver (v0.5.0 pkg/featuregates) refuses a GpuConfig with TimeSlicing or MPS unless its gate is on
+    (tests/integration/test_dra_judge.py runs the driver's own validation on these values)."""
+    pools = [dict(DRA, name="d%d" % i, sharing=dict({"mode": mode}, **({"mig_profile": "1g.10gb"} if mode == "mig"
+                                                                        else {})))
+             for i, mode in enumerate(modes)]
+    # a device-plugin pool's sharing needs no DRA gate
+    pools.append({"name": "p", "gpu_type": "l4", "sharing": {"mode": "mps", "replicas": 2}})
+    values = dra_driver.driver_values(plan_of(*pools), {})
+    assert values.get("featureGates") == gates
 
 
 def test_chart_is_pinned_unless_overridden():
@@ -214,13 +264,13 @@ def claims(pool, ns="ml"):
 
 
 def test_whole_gpu_pool_gets_one_gpu_and_node_worth_templates_with_cel_selectors():
-    objs = claims(dict(DRA, dra={"product_name": "NVIDIA H100 80GB HBM3", "min_memory_gb": 80}))
+    objs = claims(dict(DRA, dra={"product_name": "NVIDIA H100 80GB HBM3", "min_memory_gb": 79}))
     assert sorted(objs) == ["d-gpu", "d-gpus-4"]
     req = objs["d-gpus-4"]["spec"]["spec"]["devices"]["requests"][0]
     assert req["exactly"]["deviceClassName"] == "gpu.nvidia.com" and req["exactly"]["count"] == 4
     assert [s["cel"]["expression"] for s in req["exactly"]["selectors"]] == [
         "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'",
-        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('80Gi')) >= 0"]
+        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('79Gi')) >= 0"]
     assert {o["kind"] for o in objs.values()} == {"ResourceClaimTemplate"}
     assert {o["metadata"]["namespace"] for o in objs.values()} == {"ml"}
     # no selector when the pool names no model or memory
@@ -300,6 +350,36 @@ def test_dra_pool_nodes_are_labelled_for_the_driver_and_against_the_operators_de
     assert "gpufleet.io/gpu-allocation" not in pool_node_labels(normalize_pool({"name": "p", "gpu_type": "l4"}))
 
 
+DRA_TAINT = {"key": "gpufleet.io/gpu-allocation", "value": "dra", "effect": "NoSchedule"}
+DRA_TOLERATION = {"key": "gpufleet.io/gpu-allocation", "operator": "Exists", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize("platform", ["kubeadm", "eks"])
+def test_dra_nodes_are_tainted_so_plain_gpu_pods_do_not_land_there_by_surprise(platform):
+    """Issue 38, defect 10: the chart's gpu.nvidia.com DeviceClass carries extendedResourceName nvidia.com/gpu, so
+    (DRAExtendedResource, on from Kubernetes 1.36) a plain nvidia.com/gpu pod can be given a DRA GPU. DRA pools'
+    nodes carry gpufleet.io/gpu-allocation=dra:NoSchedule; the pool's own pods, the kubelet plugin and the GPU
+    node agents tolerate it, a device-plugin pool's pods do not."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.karpenter import nodepool
+    dra_pool = normalize_pool(dict(DRA, zones=["us-east-1a"]) if platform == "eks" else DRA)
+    plug = normalize_pool({"name": "p", "gpu_type": "l4"})
+    assert DRA_TAINT in dra_pool["taints"] and dict(DEFAULT_TAINT) in dra_pool["taints"]
+    assert DRA_TAINT not in plug["taints"]
+    if platform == "eks":
+        assert DRA_TAINT in nodepool(dra_pool)["spec"]["template"]["spec"]["taints"]
+    else:
+        (node,) = node_objects(dra_pool, ["h1"])
+        assert DRA_TAINT in node["spec"]["taints"]
+    assert DRA_TOLERATION in placement(dra_pool, platform)["tolerations"]
+    assert DRA_TOLERATION not in placement(plug, platform).get("tolerations", [])
+    plan = plan_of(DRA, {"name": "p", "gpu_type": "l4"}, platform=platform)
+    assert DRA_TOLERATION in dra_driver.driver_values(plan, {})["kubeletPlugin"]["tolerations"]
+    assert DRA_TOLERATION in addons.gpu_tolerations(plan)   # GFD, dcgm-exporter, the operator's agents
+    # a pool that accepts plain GPU pods says so with its own taint of that key (here: a preference only)
+    soft = normalize_pool(dict(DRA, taints=[dict(DRA_TAINT, effect="PreferNoSchedule")]))
+    assert soft["taints"] == [dict(DRA_TAINT, effect="PreferNoSchedule")]
+
+
 def _plugin_terms(plan):
     ds = next(o for o in device_plugin_objects(plan, {}) if o["kind"] == "DaemonSet"
               and o["metadata"]["name"] == "nvidia-device-plugin")
@@ -312,9 +392,26 @@ def test_the_device_plugin_excludes_dra_nodes_only_when_there_are_dra_pools():
     mixed = _plugin_terms(plan_of(DRA, {"name": "p", "gpu_type": "l4"}))
     assert mixed and all(exclusion in t["matchExpressions"] for t in mixed)
     assert not any(exclusion in t["matchExpressions"] for t in _plugin_terms(plan_of({"name": "p", "gpu_type": "l4"})))
-    # no device plugin config for a DRA pool, and its mps sharing is not the plugin's
-    assert sorted(plugin_configs(normalize_pools([dict(DRA, sharing={"mode": "mps"}),
-                                                  {"name": "p", "gpu_type": "l4"}]))) == ["default", "p"]
+
+
+@pytest.mark.parametrize("mode", ["standalone", "operator"])
+def test_every_config_a_nodes_label_names_is_in_the_device_plugin_configmap(mode):
+    """GFD runs on DRA nodes too, and its config-manager crash-loops when the node's nvidia.com/device-plugin.config
+    label names a config the ConfigMap lacks (issue 38, defect 5)."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.gpu_operator import operator_values
+    pools = [dict(DRA, sharing={"mode": "mps"}), dict(DRA, name="dt", sharing={"mode": "time-slicing"}),
+             dict(DRA, name="dm", sharing={"mode": "mig", "mig_profile": "1g.10gb"}), {"name": "p", "gpu_type": "l4"}]
+    plan = dict(plan_of(*pools), addons_mode=mode)
+    if mode == "standalone":
+        data = next(o for o in device_plugin_objects(plan, {}) if o["kind"] == "ConfigMap")["data"]
+    else:
+        data = operator_values(plan, {})["devicePlugin"]["config"]["data"]
+    for pool in plan["pools"]:
+        assert pool_node_labels(pool)["nvidia.com/device-plugin.config"] in data, pool["name"]
+    # what GFD reads on a DRA node: whole GPUs, no sharing (the driver shares per claim); MIG devices per profile
+    for name, strategy in (("d", "none"), ("dt", "none"), ("dm", "mixed")):
+        assert yaml.safe_load(data[name]) == {"version": "v1", "flags": {"migStrategy": strategy,
+                                                                         "failOnInitError": True}}, name
 
 
 # ------------------------------------------------------------------------------------------ mirror, docs
@@ -336,6 +433,42 @@ def test_mirror_manifest_lists_the_dra_chart_and_image_only_with_dra_pools():
 def test_docs_dra_holds_the_pinned_versions():
     with open(os.path.join(ROOT, "docs", "dra.md")) as handle:
         assert versions.dra_table_markdown() in handle.read()
+
+
+SHARED_DRA_CHART = os.path.normpath(os.path.join(ROOT, "..", "shared", "charts", "dra-driver-nvidia-gpu-main-95932046"))
+
+
+def test_every_value_gpufleet_sets_is_a_key_of_the_real_charts_values():
+    """NVIDIA's chart has no values schema: a key it does not know is ignored without a word. Every key gpufleet's
+    values set (all settings on) exists in the real chart's values.yaml, down to where the chart's default is a
+    free-form map or list (nodeSelector, tolerations, featureGates, ...)."""
+    if not os.path.isdir(SHARED_DRA_CHART):
+        pytest.skip(reason="needs NVIDIA's DRA driver chart in ../shared/charts/ (%s is absent)" % SHARED_DRA_CHART)
+    with open(os.path.join(SHARED_DRA_CHART, "values.yaml")) as handle:
+        chart = yaml.safe_load(handle)
+    pools = [dict(DRA, sharing={"mode": "mps"}, taints=[{"key": "t", "value": "v", "effect": "NoSchedule"}]),
+             dict(DRA, name="t", sharing={"mode": "time-slicing"})]
+    values = dra_driver.driver_values(plan_of(*pools), {"gpufleet_image_pull_secrets": ["pull"],
+                                                         "nvidia_dra_driver_compute_domains_enabled": True})
+
+    def unknown(ours, theirs, path):
+        out = []
+        for key, value in ours.items():
+            if key not in theirs:
+                out.append(path + key)
+            elif isinstance(value, dict) and isinstance(theirs[key], dict) and theirs[key]:
+                out.extend(unknown(value, theirs[key], path + key + "."))
+        return out
+    assert unknown(values, chart, "") == []
+    assert "featureGates" in values and chart["featureGates"] == {}
+
+
+def test_docs_dra_example_passes_preflight():
+    """docs/dra.md's first example (its min_memory_gb was 80 on an H100, which the driver publishes as 79.65 GiB)."""
+    with open(os.path.join(ROOT, "docs", "dra.md")) as handle:
+        example = yaml.safe_load(handle.read().split("```yaml\n", 1)[1].split("```", 1)[0])
+    pools = [dict(p, node_group="g") for p in example["gpufleet_gpu_pools"]]
+    assert dra_errors(pools, gpufleet_kubernetes_version=example["gpufleet_kubernetes_version"]) == []
 
 
 def test_role_defaults_equal_the_argument_spec():
@@ -394,6 +527,53 @@ def test_the_report_counts_dra_devices_from_slices_and_allocations_from_claims()
     assert planned["pools"][0]["capacity"] == 6
 
 
+def test_the_report_counts_pending_dra_pods_as_pending_gpu_pods_of_their_pool():
+    """Issue 38, defect 10: a pod waiting for a DRA GPU requests no extended resource; it still is a pending GPU pod,
+    so the right-sizing hint ("at its max") covers DRA pools."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report import build_report, report_pod
+    plan = {"platform": "kubeadm", "cluster_name": "c",
+            "pools": normalize_pools([dict(DRA, gpus_per_node=2, max_nodes=1),
+                                      {"name": "p", "gpu_type": "l4", "gpus_per_node": 2, "max_nodes": 1}])}
+    nodes = [{"metadata": {"name": "n-dra", "labels": {"gpufleet.io/pool": "d"}}, "status": {"allocatable": {}}},
+             {"metadata": {"name": "n-plug", "labels": {"gpufleet.io/pool": "p"}},
+              "status": {"allocatable": {"nvidia.com/gpu": "2"}}}]
+    gpu = {"type": {"string": "gpu"}}
+    slices = [{"spec": {"driver": "gpu.nvidia.com", "nodeName": "n-dra",
+                        "devices": [{"name": "gpu-0", "attributes": gpu}, {"name": "gpu-1", "attributes": gpu}]}}]
+
+    def pending(name, refs, generated=()):
+        return report_pod({"metadata": {"namespace": "ml", "name": name, "annotations": {"secret": "x"}},
+                           "spec": {"resourceClaims": refs, "containers": [
+                               {"env": [{"name": "TOKEN", "value": "s3cret"}],
+                                "resources": {"claims": [{"name": "gpu"}]}}]},
+                           "status": {"phase": "Pending", "resourceClaimStatuses": list(generated)}})
+    # the pool's own templates; a user's claim of the gpu class (no pool named); a claim of
+    # another driver's class (not a GPU)
+    own = pending("a", [{"name": "gpu", "resourceClaimTemplateName": "d-gpus-2"}],
+                  [{"name": "gpu", "resourceClaimName": "a-gpu-x1"}])
+    one = pending("b", [{"name": "gpu", "resourceClaimTemplateName": "d-gpu"}])
+    user = pending("c", [{"name": "gpu", "resourceClaimTemplateName": "mine"}],
+                   [{"name": "gpu", "resourceClaimName": "c-gpu-x2"}])
+    other = pending("e", [{"name": "nic", "resourceClaimName": "nic"}])
+    claims = [{"metadata": {"namespace": "ml", "name": "c-gpu-x2"},
+               "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}},
+              {"metadata": {"namespace": "ml", "name": "nic"},
+               "spec": {"devices": {"requests": [{"name": "nic", "exactly": {"deviceClassName": "nic.example.com"}}]}}}]
+    assert "env" not in str(own) and "annotations" not in str(own)   # the report keeps names only
+    at_max = "pool d is at its max (1 of 1 nodes): raise max_nodes or expect pending GPU pods"
+    report = build_report(plan, nodes=nodes, pods=[own, other], slices=slices, claims=claims)
+    rows = {r["pool"]: r for r in report["pools"]}
+    assert (rows["d"]["pending_gpu_pods"], rows["p"]["pending_gpu_pods"], report["totals"]["pending_gpu_pods"]) == \
+        (1, 0, 1)
+    assert at_max in report["hints"] and not any(h.startswith("pool p is at its max") for h in report["hints"])
+    report = build_report(plan, nodes=nodes, pods=[one, user], slices=slices, claims=claims)
+    rows = {r["pool"]: r for r in report["pools"]}
+    # the user's claim waits for any DRA pool: in the total and d's hint, pinned to no pool's row
+    assert (rows["d"]["pending_gpu_pods"], report["totals"]["pending_gpu_pods"]) == (1, 2)
+    assert at_max in build_report(plan, nodes=nodes, pods=[user], slices=slices, claims=claims)["hints"]
+    assert at_max not in build_report(plan, nodes=nodes, pods=[other], slices=slices, claims=claims)["hints"]
+
+
 def test_eks_nodepool_of_a_dra_pool_labels_its_nodes_for_the_kubelet_plugin():
     from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.karpenter import nodepool
     labels = nodepool(normalize_pool(dict(DRA, gpus_per_node=8)))["spec"]["template"]["metadata"]["labels"]
@@ -410,7 +590,8 @@ def test_operator_mode_keeps_its_values_and_the_operators_device_plugin_off_dra_
     assert mig_strategy(mixed) == "single"
     values = operator_values(mixed, {})
     data = values["devicePlugin"]["config"]["data"]
-    assert "d" not in data and "p" in data  # no device plugin config for the DRA pool
+    assert "p" in data   # the DRA pool's config is GFD's: MIG devices labelled per profile, no sharing
+    assert yaml.safe_load(data["d"])["flags"]["migStrategy"] == "mixed" and "sharing" not in yaml.safe_load(data["d"])
     assert pool_node_labels(mixed["pools"][0])["nvidia.com/gpu.deploy.device-plugin"] == "false"
 
 

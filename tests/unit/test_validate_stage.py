@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.filter.day2 import gpu_smoke_jobs, gpu_validate_exporter
 from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.smoke import (
-    final_verdicts, job_verdicts, metrics_job, split_verdicts, verdicts_done)
+    final_verdicts, job_verdicts, metrics_job, split_verdicts, verdicts_done, with_last_wait)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 from k8s_schema import assert_valid
 from pod_security import restricted_violations
@@ -82,6 +82,41 @@ def test_unschedulable_keeps_waiting_then_says_why():
     final = final_verdicts(verdicts)["gpufleet-smoke-train"]
     assert final.startswith("failed: did not finish in time, Pending, Unschedulable: 0/3 nodes are available")
     assert "2 Insufficient nvidia.com/gpu" in final
+
+
+DRA_JOB = {"metadata": {"name": "gpufleet-smoke-d"}, "status": {"active": 1}}
+DRA_POD = {"metadata": {"name": "gpufleet-smoke-d-x1", "labels": {"job-name": "gpufleet-smoke-d"}},
+           "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "d-gpu"}]},
+           "status": {"phase": "Pending",
+                      "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "gpufleet-smoke-d-x1-gpu-8k2lq"}],
+                      "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                      "message": "0/2 nodes are available: 2 cannot allocate all claims. preemption: "
+                                                 "0/2 nodes are available: 2 Preemption is not helpful for "
+                                                 "scheduling."}]}}
+
+
+def test_a_dra_claim_no_node_can_satisfy_is_named_and_survives_the_jobs_deadline():
+    """Issue 38, defect 6: a claim asking more memory than the driver publishes keeps the pod Pending until the
+    Job's activeDeadlineSeconds; the Job controller then deletes the pod, and validate said only DeadlineExceeded."""
+    running = job_verdicts([DRA_JOB], [DRA_POD], [], ["gpufleet-smoke-d"])
+    text = running["gpufleet-smoke-d"]
+    assert text.startswith("running: Pending, ResourceClaim gpufleet-smoke-d-x1-gpu-8k2lq (from template d-gpu) "
+                           "cannot be allocated: no node publishes a device that matches it"), text
+    assert "dra.min_memory_gb" in text and "2 cannot allocate all claims" in text
+    # the next read: the Job failed on its deadline and its pod is gone
+    failed = {"metadata": {"name": "gpufleet-smoke-d"},
+              "status": {"conditions": [{"type": "Failed", "status": "True", "reason": "DeadlineExceeded"}]}}
+    after = with_last_wait(job_verdicts([failed], [], [], ["gpufleet-smoke-d"]), running)["gpufleet-smoke-d"]
+    assert after.startswith("failed: DeadlineExceeded, while Pending, ResourceClaim gpufleet-smoke-d-x1-gpu-8k2lq"), \
+        after
+    # nothing known before: the Job's own reason stays as it is
+    assert with_last_wait({"j": "failed: DeadlineExceeded"}, {"j": "running: pod not finished"}) == \
+        {"j": "failed: DeadlineExceeded"}
+    # a pod pending for another reason is not called unallocatable
+    other = dict(DRA_POD, status=dict(DRA_POD["status"], conditions=[
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+         "message": "0/2 nodes are available: 2 node(s) had untolerated taint {team: ml}."}]))
+    assert "cannot be allocated" not in job_verdicts([DRA_JOB], [other], [])["gpufleet-smoke-d"]
 
 
 def test_missing_job_and_split_by_pool():

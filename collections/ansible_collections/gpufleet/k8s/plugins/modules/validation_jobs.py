@@ -18,7 +18,9 @@ description:
   - A Job ends the wait at once when it is Complete or Failed, when the API server refused its pods
     (C(FailedCreate), e.g. Pod Security admission), or when a pod cannot start (image pull, container
     config). The verdict names that cause; a Job still running at the deadline is failed with what it
-    was waiting for (Pending and the scheduler's reason, ...).
+    was waiting for (Pending and the scheduler's reason, ...); so is a Job that ran out of its own
+    C(activeDeadlineSeconds) (C(DeadlineExceeded)), with what it waited for at the read before. A pod whose
+    ResourceClaim the scheduler cannot allocate (DRA pools) is named as such.
   - Read-only.
 author:
   - gpufleet maintainers (@gpufleet)
@@ -88,7 +90,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.kube.cluster_access import connection_args
 from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.smoke import (
-    final_verdicts, job_verdicts, split_verdicts, verdicts_done)
+    final_verdicts, job_verdicts, split_verdicts, verdicts_done, with_last_wait)
 
 try:
     import kubernetes
@@ -123,11 +125,12 @@ def run(module):
         core = kubernetes.client.CoreV1Api(get_api_client(**connection_args(p)).client.client)
         batch = kubernetes.client.BatchV1Api(core.api_client)
         deadline = time.time() + p["timeout"]
+        verdicts = {}
         while True:
             jobs = _items(batch.list_namespaced_job(p["namespace"], label_selector=p["label_selector"], _preload_content=False))
             pods = _items(core.list_namespaced_pod(p["namespace"], _preload_content=False))
             events = _items(core.list_namespaced_event(p["namespace"], _preload_content=False))
-            verdicts = job_verdicts(jobs, pods, events, p["expected"])
+            verdicts = with_last_wait(job_verdicts(jobs, pods, events, p["expected"]), verdicts)
             if verdicts_done(verdicts) or module.check_mode:
                 break
             if time.time() >= deadline:

@@ -44,7 +44,8 @@ def pool_plugin_config(pool):
 
 
 def plugin_configs(pools):
-    """{config name: YAML text} for every pool, plus ``default`` (whole GPUs, no sharing).
+    """{config name: YAML text} for every pool, plus ``default`` (whole GPUs, no sharing); a DRA pool's is the
+    one its nodes' GFD reads (dra_gfd_config).
 
     Pools with the same sharing settings share one text, dumped once (a large fleet has many pools
     and few distinct settings)."""
@@ -58,10 +59,21 @@ def plugin_configs(pools):
 
     configs = {"default": text(pool_plugin_config({"sharing": {"mode": "none"}}))}
     for pool in pools:
-        if pool.get("allocation") == "dra":
-            continue  # no device plugin on a DRA pool's nodes (dra.py)
-        configs[pool["name"]] = text(pool_plugin_config(pool))
+        configs[pool["name"]] = text(dra_gfd_config(pool) if pool.get("allocation") == "dra"
+                                     else pool_plugin_config(pool))
     return configs
+
+
+def dra_gfd_config(pool):
+    """The config a DRA pool's nodes name in their nvidia.com/device-plugin.config label. No device plugin runs
+    there (dra.py), but GPU Feature Discovery does (standalone and operator), and its config-manager exits when
+    the label names a config the ConfigMap lacks, which crash-loops GFD. Only GFD reads it, for its labels: whole
+    GPUs without sharing (the DRA driver shares per claim through its GpuConfig, so GFD's replicas and -SHARED
+    product labels would be wrong), and for a MIG pool migStrategy mixed, so GFD labels the MIG devices per
+    profile (nvidia.com/mig-<profile>.*) whatever layout the node has; single would need every GPU of the node in
+    one profile and none would label only the parent GPUs."""
+    mig = (pool.get("sharing") or {}).get("mode") == "mig"
+    return {"version": "v1", "flags": {"migStrategy": "mixed" if mig else "none", "failOnInitError": True}}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.core.yaml_support imp
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core import role_specs
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES, MULTI_NODE_NVLINK
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.dra import ALLOCATION_LABEL, MIN_KUBERNETES, compute_domain, \
-    dra_pools, is_dra, parse_version
+    dra_pools, feature_gates, is_dra, parse_version
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.versions import CHARTS, image_ref, images, with_prefix
 
 SETTINGS_PREFIX = "nvidia_dra_driver_"
@@ -108,9 +108,10 @@ def check(params, plan, problems):
                                "(create the node pool yourself), or allocation: device-plugin")
         problems.warn("gpufleet_gpu_pools", "GKE: create the node pool(s) of %s yourself, with --accelerator "
                       "...,gpu-driver-version=disabled (then install the driver with Google's installer, under "
-                      "/home/kubernetes/bin/nvidia) and the node labels gke-no-default-nvidia-gpu-device-plugin=true, "
-                      "%s=dra and gpufleet.io/pool=<pool>; GKE's own time-sharing, MPS and MIG node pool settings do "
-                      "not apply to DRA pools" % (names, ALLOCATION_LABEL))
+                      "/home/kubernetes/bin/nvidia), the node labels gke-no-default-nvidia-gpu-device-plugin=true, "
+                      "%s=dra and gpufleet.io/pool=<pool>, and the node taint %s=dra:NoSchedule (keeps plain "
+                      "nvidia.com/gpu pods off); GKE's own time-sharing, MPS and MIG node pool settings do not apply "
+                      "to DRA pools" % (names, ALLOCATION_LABEL, ALLOCATION_LABEL))
     if platform == "eks":
         problems.warn("gpufleet_gpu_pools", "EKS: Karpenter does not yet simulate DRA devices (upstream tracking issue "
                       "kubernetes-sigs/karpenter#3228), so a pending pod's claim may not make it launch a node for "
@@ -229,6 +230,11 @@ def driver_values(plan, extra):
             "tolerations": tolerations(pools),
         },
     }
+    gates = feature_gates(pools)
+    if gates:
+        # the chart writes these into FEATURE_GATES of its controller and kubelet plugins (and renders the MPS
+        # control daemon's RBAC only with MPSSupport): exactly the gates the DRA pools' sharing needs
+        values["featureGates"] = gates
     secrets = (extra or {}).get("gpufleet_image_pull_secrets") or []
     if secrets:
         values["imagePullSecrets"] = [{"name": str(n)} for n in secrets]

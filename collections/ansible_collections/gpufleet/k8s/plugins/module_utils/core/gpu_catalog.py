@@ -19,6 +19,23 @@ OPEN_REQUIRED = ("blackwell",)
 
 # name -> facts per cloud (from the providers' public documentation, late 2026):
 #   arch, memory_gib               the GPU itself
+#   dra_memory_mib                 the GPU's memory as NVIDIA's DRA driver publishes it (ResourceSlice capacity
+#                                  ``memory``): NVML's total framebuffer memory, which nvidia-smi shows as "FB
+#                                  Memory Usage / Total" in MiB; less than memory_gib GiB (an H100 80GB is
+#                                  81559Mi, 79.65 GiB), so a claim's ``memory >= <memory_gib>Gi`` never matches.
+#                                  Where two totals were seen for one type, the smaller. Sources (read 2026-12-07):
+#                                  h100-80gb 81559: tests/fixtures/nvidia-smi/h100-sxm-8x.xml and the real driver's
+#                                    ResourceSlice (81559Mi, seen when NVIDIA's driver ran, issue 38);
+#                                  h200-141gb 143771: the real recording tests/fixtures/nvidia-smi/h200-580-recorded.xml
+#                                    (driver 580.159.04);
+#                                  t4 15360, l4 23034, a10g 23028, l40s 46068, a100-80gb 81920: nvidia-smi totals
+#                                    listed in modal-labs/modal-client PR #2797 (2025-01, "A10" there is their A10G);
+#                                  a100-40gb 40536: nvidia-smi with driver 470.82.01 (nanopool/phoenix-miner issue 17);
+#                                    the same PR lists 40960 for another driver, the smaller is kept;
+#                                  v100 16160: nvidia-smi of Tesla V100-SXM2-16GB and V100-PCIE-16GB in public issue
+#                                    and README outputs (drivers 410-470);
+#                                  b200 183359: nvidia-smi with driver 580.95.05 (NVIDIA/TensorRT-LLM issue 10278);
+#                                  gb200 189471: nvidia-smi of GB200 nodes in public repositories' outputs (R570+).
 #   eks_families                   EC2 instance families carrying this GPU (Karpenter label
 #                                  karpenter.k8s.aws/instance-family)
 #   eks_gpu_name                   Karpenter label karpenter.k8s.aws/instance-gpu-name (EC2's GPU
@@ -33,35 +50,35 @@ OPEN_REQUIRED = ("blackwell",)
 #                                  type below (default amd64) so that Karpenter's requirement and AMI and
 #                                  the pods' placement follow it
 GPU_TYPES = {
-    "t4": {"arch": "turing", "memory_gib": 16,
+    "t4": {"arch": "turing", "memory_gib": 16, "dra_memory_mib": 15360,
            "eks_families": ["g4dn"], "eks_gpu_name": "t4", "eks_gpu_counts": [1, 4, 8],
            "gke_accelerator": "nvidia-tesla-t4", "gke_machine_family": "n1", "gke_gpu_counts": [1, 2, 4]},
-    "v100": {"arch": "volta", "memory_gib": 16,
+    "v100": {"arch": "volta", "memory_gib": 16, "dra_memory_mib": 16160,
              "eks_families": ["p3", "p3dn"], "eks_gpu_name": "v100", "eks_gpu_counts": [1, 4, 8],
              "gke_accelerator": "nvidia-tesla-v100", "gke_machine_family": "n1", "gke_gpu_counts": [1, 2, 4, 8]},
-    "a10g": {"arch": "ampere", "memory_gib": 24,
+    "a10g": {"arch": "ampere", "memory_gib": 24, "dra_memory_mib": 23028,
              "eks_families": ["g5"], "eks_gpu_name": "a10g", "eks_gpu_counts": [1, 4, 8],
              "gke_accelerator": None, "gke_machine_family": None, "gke_gpu_counts": []},
-    "l4": {"arch": "ada", "memory_gib": 24,
+    "l4": {"arch": "ada", "memory_gib": 24, "dra_memory_mib": 23034,
            "eks_families": ["g6"], "eks_gpu_name": "l4", "eks_gpu_counts": [1, 4, 8],
            "gke_accelerator": "nvidia-l4", "gke_machine_family": "g2", "gke_gpu_counts": [1, 2, 4, 8]},
-    "l40s": {"arch": "ada", "memory_gib": 48,
+    "l40s": {"arch": "ada", "memory_gib": 48, "dra_memory_mib": 46068,
              "eks_families": ["g6e"], "eks_gpu_name": "l40s", "eks_gpu_counts": [1, 4, 8],
              "gke_accelerator": None, "gke_machine_family": None, "gke_gpu_counts": []},
-    "a100-40gb": {"arch": "ampere", "memory_gib": 40,
+    "a100-40gb": {"arch": "ampere", "memory_gib": 40, "dra_memory_mib": 40536,
                   "eks_families": ["p4d"], "eks_gpu_name": "a100", "eks_gpu_counts": [8],
                   "gke_accelerator": "nvidia-tesla-a100", "gke_machine_family": "a2",
                   "gke_gpu_counts": [1, 2, 4, 8, 16]},
-    "a100-80gb": {"arch": "ampere", "memory_gib": 80,
+    "a100-80gb": {"arch": "ampere", "memory_gib": 80, "dra_memory_mib": 81920,
                   "eks_families": ["p4de"], "eks_gpu_name": "a100", "eks_gpu_counts": [8],
                   "gke_accelerator": "nvidia-a100-80gb", "gke_machine_family": "a2", "gke_gpu_counts": [1, 2, 4, 8]},
-    "h100-80gb": {"arch": "hopper", "memory_gib": 80,
+    "h100-80gb": {"arch": "hopper", "memory_gib": 80, "dra_memory_mib": 81559,
                   "eks_families": ["p5"], "eks_gpu_name": "h100", "eks_gpu_counts": [1, 8],
                   "gke_accelerator": "nvidia-h100-80gb", "gke_machine_family": "a3", "gke_gpu_counts": [1, 2, 4, 8]},
-    "h200-141gb": {"arch": "hopper", "memory_gib": 141,
+    "h200-141gb": {"arch": "hopper", "memory_gib": 141, "dra_memory_mib": 143771,
                    "eks_families": ["p5e", "p5en"], "eks_gpu_name": "h200", "eks_gpu_counts": [8],
                    "gke_accelerator": "nvidia-h200-141gb", "gke_machine_family": "a3", "gke_gpu_counts": [8]},
-    "b200": {"arch": "blackwell", "memory_gib": 180,
+    "b200": {"arch": "blackwell", "memory_gib": 180, "dra_memory_mib": 183359,
              "eks_families": ["p6-b200"], "eks_gpu_name": "b200", "eks_gpu_counts": [8],
              "gke_accelerator": "nvidia-b200", "gke_machine_family": "a4", "gke_gpu_counts": [8]},
     # GB200 Grace Blackwell superchip: two Blackwell GPUs and one Grace (Arm Neoverse) CPU per superchip, so
@@ -81,7 +98,7 @@ GPU_TYPES = {
     #   UltraServers. Left off EKS here: EC2's GPU name for it (Karpenter label karpenter.k8s.aws/instance-gpu-name)
     #   and its GPUs per instance are not in AWS's or Karpenter's documentation (Karpenter's instance-type reference
     #   of 2026-08 has no p6e-gb200 entry), so a NodePool could not be written from facts.
-    "gb200": {"arch": "blackwell", "memory_gib": 186, "cpu_arch": "arm64",
+    "gb200": {"arch": "blackwell", "memory_gib": 186, "dra_memory_mib": 189471, "cpu_arch": "arm64",
               "eks_families": [], "eks_gpu_name": None, "eks_gpu_counts": [],
               "gke_accelerator": "nvidia-gb200", "gke_machine_family": "a4x", "gke_gpu_counts": [4]},
 }

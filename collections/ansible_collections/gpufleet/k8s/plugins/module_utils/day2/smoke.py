@@ -176,9 +176,38 @@ def _pod_problem(pod):
     if status.get("phase") == "Pending":
         for cond in status.get("conditions") or []:
             if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
-                return False, "Pending, %s: %s" % (cond.get("reason") or "not scheduled", cond.get("message") or "")
+                text = "Pending, %s: %s" % (cond.get("reason") or "not scheduled", cond.get("message") or "")
+                claims = _unallocatable_claims(pod, cond.get("message") or "")
+                if claims:
+                    text = ("Pending, ResourceClaim %s cannot be allocated: no node publishes a device that matches "
+                            "it (its device class, count and selectors, e.g. the pool's dra.product_name or "
+                            "dra.min_memory_gb against the memory the driver publishes); the scheduler says %s"
+                            % (", ".join(claims), text[len("Pending, "):]))
+                return False, text
         return False, "Pending"
     return None
+
+
+# The scheduler's DRA plugin (k8s.io/kubernetes pkg/scheduler/framework/plugins/dynamicresources) when no node
+# has devices for every claim of the pod.
+UNALLOCATABLE = "cannot allocate all claims"
+
+
+def _unallocatable_claims(pod, message):
+    """The ResourceClaims of a pod the scheduler could not allocate (its message says so): the generated claims
+    (status.resourceClaimStatuses) or the ones it names (spec.resourceClaims), else []."""
+    if UNALLOCATABLE not in message:
+        return []
+    spec_claims = (pod.get("spec") or {}).get("resourceClaims") or []
+    generated = {c.get("name"): c.get("resourceClaimName")
+                 for c in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+    out = []
+    for claim in spec_claims:
+        name = claim.get("resourceClaimName") or generated.get(claim.get("name"))
+        template = claim.get("resourceClaimTemplateName")
+        out.append(name + (" (from template %s)" % template if template else "") if name else
+                   "from template %s" % template)
+    return out or ["of the pod"]
 
 
 def job_verdicts(jobs, pods, events, expected=()):
@@ -224,6 +253,19 @@ def job_verdicts(jobs, pods, events, expected=()):
 
 def verdicts_done(verdicts):
     return all(not v.startswith("running") for v in verdicts.values())
+
+
+def with_last_wait(verdicts, previous):
+    """``verdicts`` where a Job that ran out of its activeDeadlineSeconds (Failed, DeadlineExceeded: the Job
+    controller deletes its pods, so nothing is left to say why) says what it waited for at the read before
+    (``previous``, the verdicts of that read), e.g. a claim the scheduler could not allocate."""
+    out = dict(verdicts)
+    for name, verdict in verdicts.items():
+        before = (previous or {}).get(name) or ""
+        if verdict == "failed: DeadlineExceeded" and before.startswith("running: ") and \
+                before != "running: pod not finished":
+            out[name] = "failed: DeadlineExceeded, while %s" % before[len("running: "):]
+    return out
 
 
 def final_verdicts(verdicts):

@@ -72,6 +72,15 @@ def report_pod(pod):
            "status": {"phase": (pod.get("status") or {}).get("phase")}}
     if spec.get("nodeName"):
         out["spec"]["nodeName"] = spec["nodeName"]
+    # DRA: which claims the pod references (names only), and the claims generated for it from templates
+    refs = [{k: c[k] for k in ("name", "resourceClaimName", "resourceClaimTemplateName") if c.get(k)}
+            for c in spec.get("resourceClaims") or [] if isinstance(c, dict)]
+    if refs:
+        out["spec"]["resourceClaims"] = refs
+        generated = [{k: c[k] for k in ("name", "resourceClaimName") if c.get(k)}
+                     for c in (pod.get("status") or {}).get("resourceClaimStatuses") or [] if isinstance(c, dict)]
+        if generated:
+            out["status"]["resourceClaimStatuses"] = generated
     pool = (spec.get("nodeSelector") or {}).get(POOL_LABEL)
     if pool is not None:
         out["spec"]["nodeSelector"] = {POOL_LABEL: pool}
@@ -173,6 +182,35 @@ def _window_hours(window):
     return None
 
 
+# pending DRA GPU pods that no pool's claims name: they wait for any pool with allocation dra
+ANY_DRA_POOL = object()
+
+
+def _pending_dra_pool(pod, claim_pool, gpu_claims):
+    """For an unscheduled pod that claims NVIDIA GPUs or MIG devices through DRA: the pool it waits for (its
+    nodeSelector pin, else the pool whose claim or claim template it references, else ANY_DRA_POOL); None for any
+    other pod. ``claim_pool``: {name of a claim or template gpufleet renders: DRA pool}; ``gpu_claims``:
+    {(namespace, name)} of the ResourceClaims that ask the gpu.nvidia.com or mig.nvidia.com class."""
+    spec = pod.get("spec") or {}
+    refs = spec.get("resourceClaims") or []
+    if not refs:
+        return None
+    ns = (pod.get("metadata") or {}).get("namespace")
+    generated = {c.get("name"): c.get("resourceClaimName")
+                 for c in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+    pools, gpu = [], False
+    for ref in refs:
+        named = ref.get("resourceClaimTemplateName") or ref.get("resourceClaimName")
+        if named in claim_pool:
+            pools.append(claim_pool[named])
+        claim = ref.get("resourceClaimName") or generated.get(ref.get("name"))
+        gpu = gpu or named in claim_pool or (ns, claim) in gpu_claims
+    if not gpu:
+        return None
+    pinned = (spec.get("nodeSelector") or {}).get(POOL_LABEL)
+    return pinned or (sorted(pools)[0] if pools else ANY_DRA_POOL)
+
+
 def _dra_per_node(pool):
     """GPU units one node of a pool with ``allocation: dra`` publishes (GPUs, or MIG devices of its profile)."""
     profile = (pool.get("sharing") or {}).get("mig_profile")
@@ -213,6 +251,10 @@ def build_report(plan, groups=None, gpu_facts=None, nodes=None, pods=None, utili
         elif gpu_units or labels.get("nvidia.com/gpu.present") == "true":
             unmatched.append(meta["name"])
     requested, pending_gpu_pods = {}, {}
+    claim_pool = {obj["metadata"]["name"]: pool["name"] for pool in dra.dra_pools(plan["pools"])
+                  for obj in dra.claim_objects(pool, "")}
+    gpu_claims = {((c.get("metadata") or {}).get("namespace"), (c.get("metadata") or {}).get("name"))
+                  for c in claims or [] if dra.claims_gpus(c)}
     for pod in pods or []:
         if (pod.get("status") or {}).get("phase") not in ACTIVE_PHASES:
             continue
@@ -225,6 +267,11 @@ def build_report(plan, groups=None, gpu_facts=None, nodes=None, pods=None, utili
             # not scheduled yet: a pod pinned to a pool counts for that pool, any other for every pool
             wanted = ((pod.get("spec") or {}).get("nodeSelector") or {}).get(POOL_LABEL)
             pending_gpu_pods[wanted] = pending_gpu_pods.get(wanted, 0) + 1
+        else:
+            # a pod that claims its GPUs through DRA requests no extended resource
+            wanted = _pending_dra_pool(pod, claim_pool, gpu_claims)
+            if wanted is not None:
+                pending_gpu_pods[wanted] = pending_gpu_pods.get(wanted, 0) + 1
 
     for node_name, count in allocated.items():
         if node_pool.get(node_name) in dra_pool_names:
@@ -265,7 +312,8 @@ def build_report(plan, groups=None, gpu_facts=None, nodes=None, pods=None, utili
         pool_rows.append(row)
         # live, "at its max" needs a sign of demand: GPU pods waiting for a node, or the pool's GPU units
         # nearly all requested (a fully idle pool at its max gets the scale-down hints instead)
-        pending_here = pending_gpu_pods.get(pool["name"], 0) + pending_gpu_pods.get(None, 0)
+        pending_here = pending_gpu_pods.get(pool["name"], 0) + pending_gpu_pods.get(None, 0) + (
+            pending_gpu_pods.get(ANY_DRA_POOL, 0) if pool["name"] in dra_pool_names else 0)
         row["pending_gpu_pods"] = pending_gpu_pods.get(pool["name"], 0) if live else None  # pinned here (fleet view)
         busy = capacity > 0 and req >= BUSY_SHARE * capacity
         if max_nodes is not None and planned_nodes >= max_nodes and max_nodes > 0 and (

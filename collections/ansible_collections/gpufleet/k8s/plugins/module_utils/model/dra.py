@@ -30,6 +30,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError, kind_of, one_of
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.mig import MIG_PROFILES
 
 ALLOCATIONS = ("device-plugin", "dra")
@@ -40,11 +41,24 @@ COMPUTE_DOMAIN_CLASSES = ("compute-domain-daemon.nvidia.com", "compute-domain-de
 API_VERSION = "resource.k8s.io/v1"
 GPU_CONFIG_API = "resource.nvidia.com/v1beta1"
 SHARING_STRATEGIES = {"time-slicing": "TimeSlicing", "mps": "MPS"}
+# The driver's feature gate each sharing strategy needs (sigs.k8s.io/dra-driver-nvidia-gpu v0.5.0,
+# pkg/featuregates: both alpha and off by default). Without it the GPU kubelet plugin's validation refuses a
+# GpuConfig with that strategy at prepare ("... is selected as the GPU sharing strategy, but the ... feature
+# gate is not enabled"), and the chart renders no MPS RBAC.
+SHARING_FEATURE_GATES = {"time-slicing": "TimeSlicingSettings", "mps": "MPSSupport"}
 TIME_SLICE_INTERVALS = ("Default", "Short", "Medium", "Long")
 # Node labels on a DRA pool's nodes (pool_node_labels): the kubelet plugin's nodeSelector, the device
 # plugin's exclusion, and the GPU Operator's own switch for its device plugin.
 ALLOCATION_LABEL = "gpufleet.io/gpu-allocation"
 OPERATOR_DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+# The taint every DRA pool's nodes get (spec.normalize_pool adds it to the pool's taints unless the pool has a
+# taint with this key already). The chart's gpu.nvidia.com DeviceClass sets extendedResourceName nvidia.com/gpu,
+# and with Kubernetes' DRAExtendedResource (beta and on from 1.36, GA from 1.37) the scheduler then satisfies a
+# plain nvidia.com/gpu request with a DRA device on a node that does not advertise the resource: a pod that asked
+# for a device-plugin GPU would land on a DRA node by surprise (a drain moved one there). The pool's own pods get
+# the toleration from its placement, its node agents from the pools' taints; other pods stay off unless they
+# tolerate it. docs/dra.md says how to accept them instead.
+DRA_TAINT = {"key": ALLOCATION_LABEL, "value": "dra", "effect": "NoSchedule"}
 MIN_KUBERNETES = (1, 34)
 CLAIM_NAME = "gpu"
 # Sharing keys of the device plugin that mean nothing to the DRA driver (it shares through GpuConfig).
@@ -109,6 +123,8 @@ def check_pool(var, pool, problems):
     mem = dra.get("min_memory_gb")
     if mem is not None and (isinstance(mem, bool) or not isinstance(mem, int) or mem < 1):
         problems.error(var + ".dra.min_memory_gb", "%r is not allowed; use an integer >= 1 (GiB)" % (mem,))
+    elif mem is not None and _mode(pool) != "mig":
+        _check_memory(var + ".dra.min_memory_gb", pool, mem, problems)
     namespaces = dra.get("claim_namespaces")
     if namespaces is not None and (not isinstance(namespaces, list) or not all(
             isinstance(n, str) and re.match(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", n) for n in namespaces)):
@@ -137,6 +153,23 @@ def check_pool(var, pool, problems):
         problems.error(var + ".sharing.mig_profile", "is required for a DRA pool with MIG: its claims ask the "
                        "mig.nvidia.com class for that profile; use %s"
                        % (one_of(sorted(profiles)) if profiles else "a MIG profile such as 1g.10gb"))
+
+
+def published_memory_gib(gpu_type):
+    """The largest whole GiB the driver's ``memory`` capacity of a ``gpu_type`` GPU reaches (gpu_catalog
+    dra_memory_mib: what NVML reports, less than the marketed size), or None for a type the catalogue lacks."""
+    mib = (GPU_TYPES.get(gpu_type) or {}).get("dra_memory_mib")
+    return mib // 1024 if mib else None
+
+
+def _check_memory(var, pool, mem, problems):
+    """A min_memory_gb no GPU of the pool's type reaches renders a claim that never schedules."""
+    most = published_memory_gib(pool.get("gpu_type"))
+    if most is not None and mem > most:
+        problems.error(var, "%d is more than a %s GPU has as the DRA driver publishes it (%dMi, from NVML: %.2f GiB), "
+                       "so the pool's claims would never be allocated; use at most %d"
+                       % (mem, pool.get("gpu_type"), GPU_TYPES[pool["gpu_type"]]["dra_memory_mib"],
+                          GPU_TYPES[pool["gpu_type"]]["dra_memory_mib"] / 1024.0, most))
 
 
 def _check_compute_domain(var, value, problems):
@@ -184,6 +217,11 @@ def selectors(pool, mig=False):
 
 def _mode(pool):
     return (pool.get("sharing") or {}).get("mode", "none")
+
+
+def feature_gates(pools):
+    """{gate: True} of the driver's feature gates the DRA pools' sharing modes need (SHARING_FEATURE_GATES)."""
+    return {SHARING_FEATURE_GATES[_mode(p)]: True for p in dra_pools(pools) if _mode(p) in SHARING_FEATURE_GATES}
 
 
 def gpu_counts(pool):
@@ -380,6 +418,21 @@ def published(devices, what):
     if what == "gpu":
         return devices["gpu"]
     return devices["mig"].get(what[len("mig "):], 0)
+
+
+def claim_device_classes(claim):
+    """The device classes a ResourceClaim's requests ask for (``exactly`` and each ``firstAvailable`` choice)."""
+    out = set()
+    for request in (((claim or {}).get("spec") or {}).get("devices") or {}).get("requests") or []:
+        for choice in [request.get("exactly") or {}] + list(request.get("firstAvailable") or []):
+            if choice.get("deviceClassName"):
+                out.add(choice["deviceClassName"])
+    return out
+
+
+def claims_gpus(claim):
+    """True when a ResourceClaim asks NVIDIA's driver for a GPU or a MIG device."""
+    return bool(claim_device_classes(claim) & {GPU_CLASS, MIG_CLASS})
 
 
 def claim_allocations(claims):

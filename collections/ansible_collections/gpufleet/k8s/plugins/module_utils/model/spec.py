@@ -20,7 +20,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import Pr
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import (
     GKE_PLATFORMS, GPU_TYPES, MIG_CAPABLE, gpu_type_names)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.mig import MIG_PROFILES
-from ansible_collections.gpufleet.k8s.plugins.module_utils.model.dra import check_pool as dra_check_pool
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.dra import DRA_TAINT, check_pool as dra_check_pool
 
 PLATFORMS = ("eks", "gke", "gke-autopilot", "kubeadm", "k3s", "rke2", "k0s", "microk8s", "openshift")
 CLOUD_PLATFORMS = ("eks", "gke", "gke-autopilot")
@@ -89,6 +89,10 @@ def normalize_pool(pool):
     out.update(copy.deepcopy(pool))
     if out.get("taints") is None:
         out["taints"] = [dict(DEFAULT_GPU_TAINT)]
+    if out.get("allocation") == "dra" and isinstance(out["taints"], list) and not any(
+            isinstance(t, dict) and t.get("key") == DRA_TAINT["key"] for t in out["taints"]):
+        # keeps plain nvidia.com/gpu pods off a DRA pool's nodes (dra.DRA_TAINT)
+        out["taints"] = out["taints"] + [dict(DRA_TAINT)]
     # a sharing that is not a mapping stays as given: validate_pools names the variable and the form
     if isinstance(out.get("sharing") or {}, dict):
         sharing = dict(out.get("sharing") or {"mode": "none"})

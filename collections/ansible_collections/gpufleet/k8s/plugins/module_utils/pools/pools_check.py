@@ -239,7 +239,8 @@ def _check_pool(var, pool, platform, region, problems):
     if platform == "eks" and caps == ["on-demand", "spot"]:
         problems.warn(var + ".capacity_types", "Karpenter tries spot first whenever a NodePool allows both; to "
                       "prefer on-demand, split the pool in two and give the on-demand one the higher weight")
-    if platform in GKE_PLATFORMS and pool.get("taints") and \
+    # (a DRA pool's node pool is created by the user, who is told to add the DRA taint: dra_driver.check)
+    if platform in GKE_PLATFORMS and pool.get("taints") and pool.get("allocation") != "dra" and \
             any(t.get("key") != "nvidia.com/gpu" for t in pool["taints"] if isinstance(t, dict)):
         problems.warn(var + ".taints", "GKE puts its own nvidia.com/gpu taint on GPU nodes it creates; other "
                       "taints of the pool are not applied there (pods still get tolerations for them)")
