@@ -27,18 +27,27 @@ step() { printf '\n==== %s ==== (previous step: %d s)\n' "$*" "$((SECONDS - t_st
 
 step "setup"
 bash scripts/bootstrap.sh || exit 1
-bash scripts/harness-setup.sh || exit 1
-# the test control plane (etcd, kube-apiserver, controller-manager, scheduler, KWOK, helm) from the Go
-# module proxy, cached per version in ~/.cache/gpufleet/controlplane: minutes cold, a second when cached
-# (--quick skips these three: only playbook, container and cluster tests use them)
+# The Go builds (the test control plane: etcd, kube-apiserver, controller-manager, scheduler, KWOK, helm; the
+# upstream judges: the DRA driver's validation and nvidia-ctk) are CPU-bound and the apt / debootstrap setup
+# waits on the network and the disk, so they run side by side (issue 42: cold, one after the other, they were
+# 32 minutes of setup). Each is cached per version under ~/.cache/gpufleet: minutes cold, a second when cached.
+# --quick skips them: only playbook, container and cluster tests use them.
+builds_pid=
 if [ "$quick" = 0 ]; then
-bash scripts/controlplane-build.sh build >/dev/null || exit 1
+  { bash scripts/controlplane-build.sh build >/dev/null && bash scripts/dra-judge-build.sh >/dev/null \
+      && bash scripts/nvidia-ctk-build.sh >/dev/null; } >"$logs/builds.log" 2>&1 &
+  builds_pid=$!
+fi
+bash scripts/harness-setup.sh || exit 1
+if [ "$quick" = 0 ]; then
 # checkov for tests/integration/test_checkov_baseline.py, in its own venv (it pins packaging<24, which the
 # locked ansible-core cannot use), cached under ~/.cache/gpufleet: about a minute cold, a second when cached
 bash scripts/checkov.sh --version >/dev/null || exit 1
 # ansible-core 2.18 (the older supported line) for tests/integration/test_ansible_core_218.py, its own venv
 # under ~/.cache/gpufleet: about a minute cold
 bash scripts/ansible-core-218.sh --version >/dev/null || exit 1
+wait "$builds_pid" || { echo "setup: a Go build failed - log: build/test-logs/builds.log"; tail -30 "$logs/builds.log"; exit 1; }
+grep -E " built in | ready " "$logs/builds.log" | sed 's/^/  /'
 fi
 if [ -f tests/schemas/package.json ]; then
   (cd tests/schemas && { [ -d node_modules ] && [ node_modules/.stamp -nt package-lock.json ] || { npm ci --no-audit --no-fund --silent && touch node_modules/.stamp; }; }) || exit 1
