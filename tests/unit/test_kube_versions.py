@@ -53,3 +53,31 @@ def test_the_range_is_the_one_the_readme_states():
     readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")).read()
     low, high = kube_versions.SUPPORTED
     assert "| Kubernetes | %s to %s |" % (kube_versions.text(low), kube_versions.text(high)) in readme
+
+
+# ------------------------------------------------------------------ other inputs issue 39 found accepted wrongly
+@pytest.mark.parametrize("var", ["nvidia_dra_driver_namespace", "gpu_pools_example_namespace", "gpu_validate_namespace"])
+@pytest.mark.parametrize("value", ["kube-system", "default", "openshift-monitoring"])
+def test_namespaces_gpufleet_creates_refuse_system_namespaces(var, value):
+    errors = preflight(**{var: value})
+    assert any(e.startswith(var + ":") and "system namespace" in e for e in errors), errors
+
+
+def test_a_dra_claim_namespace_named_twice_is_refused():
+    pools = [{"name": "d", "gpu_type": "h100-80gb", "gpus_per_node": 8, "allocation": "dra",
+              "dra": {"claim_namespaces": ["team-a", "team-b", "team-a"]}}]
+    params = {"platform": "kubeadm", "cluster_name": "c1", "addons_mode": "standalone", "pools": pools,
+              "extra": {"nvidia_driver_flavour": "proprietary", "gpufleet_kubernetes_version": "1.35"}}
+    errors = run_preflight(params)[0]
+    assert any(e.startswith("gpufleet_gpu_pools[0].dra.claim_namespaces:") and "team-a named more than once" in e
+               for e in errors), errors
+
+
+def test_on_eks_dra_is_judged_by_the_node_image_when_it_is_older():
+    pools = [{"name": "d", "gpu_type": "h100-80gb", "gpus_per_node": 8, "allocation": "dra"}]
+    params = {"platform": "eks", "cluster_name": "c1", "addons_mode": "standalone", "pools": pools,
+              "extra": {"gpufleet_kubernetes_version": "1.35", "gpu_pools_eks_kubernetes_version": "1.33"}}
+    errors = run_preflight(params)[0]
+    assert any(e.startswith("gpu_pools_eks_kubernetes_version: 1.33 is below 1.34") for e in errors), errors
+    params["extra"]["gpu_pools_eks_kubernetes_version"] = "1.35"
+    assert not [e for e in run_preflight(params)[0] if "is below 1.34" in e]

@@ -59,13 +59,18 @@ def settings(extra):
 
 
 def _cluster_version(platform, extra):
-    """(variable, value) the Kubernetes version of the cluster is read from."""
+    """(variable, value) the Kubernetes version DRA is judged by. On EKS the nodes run the version of their AMI
+    (gpu_pools_eks_kubernetes_version), whose kubelet must serve DRA too: the lower of that and the control
+    plane's gpufleet_kubernetes_version counts (issue 39: a control plane newer than the node image passed)."""
     value = (extra or {}).get(VERSION_VAR)
-    if value not in (None, ""):
-        return VERSION_VAR, value
     if platform == "eks":
-        return EKS_VERSION_VAR, (extra or {}).get(EKS_VERSION_VAR, role_specs.defaults(
+        node = (extra or {}).get(EKS_VERSION_VAR, role_specs.defaults(
             "gpu_pools", prefix=EKS_VERSION_VAR).get(EKS_VERSION_VAR))
+        if value in (None, ""):
+            return EKS_VERSION_VAR, node
+        if node not in (None, "") and parse_version(node) is not None and parse_version(value) is not None \
+                and parse_version(node) < parse_version(value):
+            return EKS_VERSION_VAR, node
     return VERSION_VAR, value
 
 

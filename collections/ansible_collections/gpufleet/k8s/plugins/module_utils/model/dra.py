@@ -129,6 +129,11 @@ def check_pool(var, pool, problems):
     if namespaces is not None and (not isinstance(namespaces, list) or not all(
             isinstance(n, str) and re.match(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", n) for n in namespaces)):
         problems.error(var + ".dra.claim_namespaces", "%r is not allowed; use a list of namespace names" % (namespaces,))
+    elif namespaces and len(set(namespaces)) != len(namespaces):
+        # each would render the pool's claim templates twice, and kustomize refuses the duplicate objects
+        twice = sorted(n for n in set(namespaces) if namespaces.count(n) > 1)
+        problems.error(var + ".dra.claim_namespaces", "%s named more than once; use a list of namespace names, "
+                       "each once" % ", ".join(twice))
     sharing = pool.get("sharing") if isinstance(pool.get("sharing"), dict) else {}
     mode = sharing.get("mode", "none")
     given = sorted(k for k in DEVICE_PLUGIN_ONLY_SHARING if k in sharing)

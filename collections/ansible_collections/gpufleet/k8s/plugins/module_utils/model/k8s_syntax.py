@@ -58,7 +58,13 @@ POOL_NAME_OBJECTS = (("Job", "gpufleet-smoke-"), ("Job", "gpu-example-"))
 POOL_NAME_MAX = NAME_MAX - max(len(prefix) for _kind, prefix in POOL_NAME_OBJECTS)
 
 # Namespaces not already checked with the add-ons (addons_preflight checks the add-on namespaces).
-NAMESPACE_VARS = ("gpu_pools_example_namespace", "gpu_validate_namespace", "gpu_validate_exporter_namespace")
+NAMESPACE_VARS = ("gpu_pools_example_namespace", "gpu_validate_namespace", "gpu_validate_exporter_namespace",
+                  "nvidia_dra_driver_namespace")
+# namespaces gpufleet creates (and deletes or relaxes) for these inputs: a system namespace is refused
+# (issue 39: the DRA driver's and the examples' namespaces accepted kube-system); value: the default, named
+# as what to use instead
+OWN_NAMESPACE_VARS = {"gpu_validate_namespace": "gpufleet-validate", "gpu_pools_example_namespace": "gpufleet-examples",
+                      "nvidia_dra_driver_namespace": "nvidia-dra-driver-gpu"}
 
 # Quoted words true/false/yes/no are what ``-e name=value`` gives and every consumer reads them as
 # booleans; any other string or number is refused. Which variables are booleans: bool_vars().
@@ -419,8 +425,8 @@ def check(params, plan, problems):
         reason = dns_label_error(value)
         if reason:
             problems.error(var, "%r is not a namespace name: %s" % (value, reason))
-        elif var == "gpu_validate_namespace" and reserved_problem(var, value, "gpufleet-validate"):
-            problems.error(var, reserved_problem(var, value, "gpufleet-validate"))
+        elif var in OWN_NAMESPACE_VARS and reserved_problem(var, value, OWN_NAMESPACE_VARS[var]):
+            problems.error(var, reserved_problem(var, value, OWN_NAMESPACE_VARS[var]))
     for var in bool_vars():
         if var in extra and var not in BOOL_VARS_CHECKED_ELSEWHERE:
             reason = bool_error(extra[var])
