@@ -273,3 +273,24 @@ def test_sharing_end_to_end_placement_asks_for_what_the_node_advertises(rendered
         assert "## GPU sharing of the ComputeClass pools\n- infer-l4: ComputeClass priorities[].gpu.gpuSharing " \
                "{maxSharedClientsPerGPU: 2, sharingStrategy: TIME_SHARING} (GKE 1.35.2-gke.1485000" in plan_md
         assert "GPU sharing: infer-l4: ComputeClass priorities[].gpu.gpuSharing" in re.sub(r"\s+", " ", _out)
+
+
+def test_a_dropped_provisioner_file_leaves_no_migrated_folder_and_its_notes_reach_the_console(tmp_path):
+    """Issue 39: a Karpenter file dropped from gpu_pools_karpenter_migrate_files left its migrated folder behind,
+    and the migration's needs-input notes never reached the site.yml console (only MIGRATION.md)."""
+    build = tmp_path / "b"
+    tricky = os.path.join(ROOT, "tests/fixtures/karpenter/v1alpha5-tricky-inputs.yaml")
+    rc, out = run_site(str(build), "-e", json.dumps({"gpu_pools_karpenter_migrate_files": [tricky]}),
+                       playbook="playbooks/provision.yml", inventory="inventories/eks")
+    assert rc == 0, out[-3000:]
+    migrated = build / "provision" / "karpenter-migrated"
+    assert sorted(os.listdir(str(migrated))) == ["v1alpha5-tricky-inputs"]
+    assert "v1alpha5-tricky-inputs.yaml: needs your input:" in out, out[-3000:]
+    rc, out = run_site(str(build), "-e", json.dumps({"gpu_pools_karpenter_migrate_files": []}),
+                       playbook="playbooks/provision.yml", inventory="inventories/eks")
+    assert rc == 0, out[-3000:]
+    assert not migrated.exists() or os.listdir(str(migrated)) == []
+    assert recap(out)["changed"] >= 1
+    rc, out = run_site(str(build), "-e", json.dumps({"gpu_pools_karpenter_migrate_files": []}),
+                       playbook="playbooks/provision.yml", inventory="inventories/eks")
+    assert rc == 0 and recap(out)["changed"] == 0, out[-3000:]

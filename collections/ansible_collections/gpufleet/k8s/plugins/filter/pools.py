@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.gke import (
     AUTOPILOT_NOTE, compute_classes, nap_command, nap_config, sharing_notes)
@@ -25,6 +26,18 @@ def _plain(value):
 def gpu_pools_settings(values):
     """gpu_pools_* variables ({name: value}) -> settings with every default filled in."""
     return resolve_settings(_plain(values))
+
+
+def gpu_pools_migrated_stale(folder, files):
+    """The folders under ``folder`` (provision/karpenter-migrated) that belong to none of the Provisioner ``files``
+    (their base names without extension name the folders); [] when ``folder`` does not exist. Symbolic links are
+    listed too (removed as links, never followed)."""
+    if not os.path.isdir(folder) or os.path.islink(folder):
+        return []
+    keep = set(os.path.splitext(os.path.basename(str(f)))[0] for f in files or [])
+    return sorted(os.path.join(folder, name) for name in os.listdir(folder)
+                  if name not in keep and (os.path.isdir(os.path.join(folder, name))
+                                           or os.path.islink(os.path.join(folder, name))))
 
 
 def gpu_pools_karpenter(plan, values):
@@ -87,6 +100,7 @@ class FilterModule(object):
         return {
             "gpu_pools_settings": gpu_pools_settings,
             "gpu_pools_karpenter": gpu_pools_karpenter,
+            "gpu_pools_migrated_stale": gpu_pools_migrated_stale,
             "gpu_pools_compute_classes": gpu_pools_compute_classes,
             "gpu_pools_nap_enabled": gpu_pools_nap_enabled,
             "gpu_pools_nap_yaml": gpu_pools_nap_yaml,

@@ -113,6 +113,9 @@ def run(module):
     except GpufleetError as exc:
         module.fail_json(msg="%s: %s" % (params["src"], exc.msg))
     result = dict(changed=False, objects=objects, changes=changes, needs_input=needs_input, written=[])
+    # what needs a person's decision reaches the console of site.yml too, not only MIGRATION.md (issue 39)
+    for note in needs_input:
+        module.warn("%s: needs your input: %s" % (os.path.basename(params["src"]), note))
     dest = params["dest"]
     if dest:
         try:
