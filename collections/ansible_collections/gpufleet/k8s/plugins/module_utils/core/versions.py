@@ -228,7 +228,7 @@ def compare_chart_values(values, chart_version=None):
     """What a GPU Operator chart's values.yaml (``values``, parsed) says against the pins here.
 
     Returns rows ``{"what", "chart", "pinned", "status"}`` with status ``same``, ``differs`` or
-    ``absent`` (the values do not carry that key, as a stand-in chart's may not). ``chart_version``
+    ``absent`` (the values do not carry that key). ``chart_version``
     (its Chart.yaml version) is compared with CHARTS["gpu_operator"] when given."""
     if not isinstance(values, dict):
         raise ValueError("the values file is not a YAML mapping")
