@@ -114,7 +114,9 @@ OLM_PACKAGES = {
 
 # GPU Operator chart values holding an image repository (value path -> default registry path),
 # rewritten when a registry prefix is set: every repository the chart's values.yaml at v26.7.0 names
-# (vgpuManager.repository is empty there: the user's own vGPU manager image), and NFD's subchart image.
+# (vgpuManager.repository is empty there: the user's own vGPU manager image), and NFD's subchart image. Not
+# draDriver.repository: the chart reads it only for the GPUCluster CR (gpuCluster.deployCR), which gpufleet does
+# not deploy (it installs the DRA driver's own chart, role nvidia_dra_driver).
 # Since chart v25.10 the validator and the node status exporter run the operator's own image
 # (nvcr.io/nvidia/gpu-operator), no longer nvcr.io/nvidia/cloud-native/gpu-operator-validator.
 # tests/integration/test_operator_values_contract.py keeps this equal to the real chart's values.
@@ -139,7 +141,6 @@ OPERATOR_REPOSITORIES = {
     "sandboxDevicePlugin.repository": "nvcr.io/nvidia",
     "kataSandboxDevicePlugin.repository": "nvcr.io/nvidia/cloud-native",
     "ccManager.repository": "nvcr.io/nvidia/cloud-native",
-    "draDriver.repository": "nvcr.io/nvidia",
     "node-feature-discovery.image.repository": "registry.k8s.io/nfd/node-feature-discovery",
 }
 
