@@ -326,3 +326,29 @@ def test_pins_from_chart_agrees_with_the_packaged_release(chart):
     rows = json.loads(proc.stdout)
     assert {r["status"] for r in rows} == {"same"}, rows
     assert {"what": "chart version", "chart": VERSION, "pinned": VERSION, "status": "same"} in rows
+
+
+def test_fetch_images_lists_every_image_the_chart_deploys(policies, chart):
+    """fetch-images.sh (air-gapped) lists the operand images with OPERAND_AWK over `helm template` of the pinned
+    chart with the rendered values and every OPERATOR_REPOSITORIES path set back to upstream. On the real chart
+    that must be exactly what the chart deploys with its own default repositories: every repository/image:version
+    of the ClusterPolicy and every image helm runs itself (old code: nvidia/cloud-native/gpu-operator)."""
+    import subprocess
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.mirror_scripts import OPERAND_AWK
+    mirrored = policies["eks, plain AMI, mirror, ServiceMonitor"][0]
+    as_fetched, as_chart = copy.deepcopy(mirrored), copy.deepcopy(mirrored)
+    for path, repo in OPERATOR_REPOSITORIES.items():
+        _set(as_fetched, path, repo)
+        keys = path.split(".")
+        del spec_at(as_chart, ".".join(keys[:-1]))[keys[-1]]
+    (rc, fetched, err), (crc, own, cerr) = helm_template(chart, [as_fetched, as_chart])
+    assert rc == 0 and crc == 0, err + cerr
+    listed = set(subprocess.run(["awk", OPERAND_AWK], input=fetched, capture_output=True, text=True,
+                                check=True).stdout.split())
+    objs = objects(own)
+    spec = the(objs, "ClusterPolicy")["spec"]
+    wanted = {"%s/%s:%s" % (c["repository"], c["image"], c["version"])
+              for c in (spec_at(spec, p) for p in repositories(spec)) if "image" in c and "version" in c}
+    wanted |= {i for i in images(objs) if ":" in i.rsplit("/", 1)[-1]}
+    assert listed == wanted, ("listed, not deployed:", sorted(listed - wanted), "missing:", sorted(wanted - listed))
+    assert "nvcr.io/nvidia/gpu-operator:%s" % VERSION in listed  # the validator's and node status exporter's too
