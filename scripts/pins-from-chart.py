@@ -9,8 +9,8 @@ are read), for example `helm pull nvidia/gpu-operator --version v26.7.0` with or
 directory straight from NVIDIA's git tree says version v1.0.0-devel (the release packaging stamps the
 version): package it first (`helm package --version vX.Y.Z --app-version vX.Y.Z DIR`). For each version
 gpufleet pins from the chart (device plugin / GFD, dcgm-exporter, container toolkit, MIG manager, DCGM,
-default driver, and the chart version itself) it prints the chart's value, the pin and same / differs / absent. Exit status: 0 when nothing differs,
-1 when something does (the pins to move in versions.py, then the digests from NVIDIA's OLM bundle of
+default driver, and the chart version itself) it prints the chart's value, the pin and same / differs /
+absent. Exit status: 0 when nothing differs, 1 when something does (the pins to move in versions.py, then the digests from NVIDIA's OLM bundle of
 that release, see docs/security.md), 2 when the file cannot be read.
 """
 

@@ -213,7 +213,8 @@ def test_check_mode_reports_a_change_and_makes_none(env, installed):
     assert recap(out)["changed"] >= 1, out[-5000:]
     assert releases(cp) == [("gpu-operator", 1, "deployed")]
     (after,) = policies(cp)
-    assert after["spec"] == before["spec"] and after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert after["spec"] == before["spec"]
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
 
 
 def test_a_changed_value_is_a_helm_upgrade(env, installed):
