@@ -58,7 +58,10 @@ def test_waits_for_the_operator_crds_then_applies_nfd_and_the_cluster_policy(clu
     assert "Wait until OLM has installed the NFD and ClusterPolicy APIs" in output
     (policy,) = cp.items("/apis/nvidia.com/v1/clusterpolicies")
     assert policy["spec"]["mig"]["strategy"] == "mixed"
-    assert policy["spec"]["operator"]["defaultRuntime"] == "crio"
+    # CDI on (the operator's toolkit configures CRI-O). gpufleet no longer sets the deprecated defaultRuntime
+    # (the operator detects the runtime); the CRD's own default (docker) fills the unused field.
+    assert policy["spec"]["cdi"]["enabled"] is True
+    assert policy["spec"]["operator"].get("defaultRuntime", "docker") == "docker"
     nfd = cp.items("/apis/nfd.openshift.io/v1/nodefeaturediscoveries")
     assert len(nfd) == 1, nfd
     # a second run finds everything in place: nothing changes

@@ -1,10 +1,10 @@
-"""Operator mode on a real control plane (tests/helpers/controlplane.py) with the real helm.
-
-The GPU Operator chart cannot be downloaded here. tests/standin/gpu-operator-chart is a LABELLED STAND-IN
-written by the project: the same chart name and version as the pin, a values schema that refuses keys it
-does not know, templates that turn the values gpufleet sets into a ClusterPolicy (the real CRD, from
-../shared/crds, in the chart's crds/ as the real chart ships it) and the ConfigMaps the values ask for,
-and one operator Deployment (KWOK runs its pod). It does not reconcile the ClusterPolicy.
+"""Operator mode on a real control plane (tests/helpers/controlplane.py) with the real helm and NVIDIA's real
+GPU Operator chart: v26.7.0 from ../shared/charts/, unchanged, packaged as NVIDIA's release packages it
+(tests/helpers/gpu_operator_chart.py). helm installs what the chart holds: its CRDs, the operator Deployment and its
+RBAC, NFD (the vendored subchart: master, worker DaemonSet, gc), the ClusterPolicy CR and the ConfigMaps the values
+ask for, and runs its hooks (the CRD upgrade Job on upgrade, the cleanup Job on uninstall). KWOK stands in for the
+kubelets: it marks the operator's and NFD's pods Running and completes the hook Jobs, but no operator logic runs,
+so nothing reconciles the ClusterPolicy; what is checked is what gpufleet makes helm install.
 
 The inventory is inventories/kubeadm-operator (MIG mixed + time-slicing; in the standalone phase its MIG
 pool says the hosts are partitioned already, as standalone mode requires). In the order a user lives it:
@@ -15,17 +15,17 @@ refused while the operator runs -> the command it gives uninstalls the release -
 import os
 import re
 import shlex
-import shutil
+import tarfile
 
 import pytest
 import yaml
 
-from controlplane import SHARED_CRDS, binary, shared_crds_or_skip
+from controlplane import binary
 from ansible_run import ROOT, flat, recap, run_site
+from gpu_operator_chart import packaged
 
 INVENTORY = "inventories/kubeadm-operator"
 NAMESPACE = "gpu-operator"
-CHART = os.path.join(ROOT, "tests", "standin", "gpu-operator-chart")
 H100 = ["h100-node-01.example.internal", "h100-node-02.example.internal"]
 L40S = ["l40s-node-01.example.internal"]
 # values that only steer the chart (what it creates), not ClusterPolicy fields
@@ -38,14 +38,13 @@ RENAMED = {("driver", "upgradePolicy", "gpuPodDeletion"): ("driver", "upgradePol
 
 
 @pytest.fixture(scope="module")
-def env(control_plane, tmp_path_factory):
-    shared_crds_or_skip(pytest)
+def chart():
+    return packaged(pytest)
+
+
+@pytest.fixture(scope="module")
+def env(control_plane, tmp_path_factory, chart):
     tmp = tmp_path_factory.mktemp("operator")
-    chart = tmp / "gpu-operator"
-    shutil.copytree(CHART, chart)
-    (chart / "crds").mkdir()
-    for name in ("nvidia.com_clusterpolicies.yaml", "nvidia.com_nvidiadrivers.yaml"):
-        shutil.copy(os.path.join(SHARED_CRDS, name), chart / "crds" / name)
     for name in H100:
         control_plane.add_node(name, gpu=56)
     for name in L40S:
@@ -64,12 +63,12 @@ def env(control_plane, tmp_path_factory):
     return control_plane, tmp, extra
 
 
-def test_the_stand_in_has_the_pinned_chart_name_and_version():
+def test_the_chart_is_nvidias_release_of_the_pinned_version(chart):
     from ansible_collections.gpufleet.k8s.plugins.module_utils.core.versions import CHARTS
-    with open(os.path.join(CHART, "Chart.yaml")) as f:
-        chart = yaml.safe_load(f)
-    assert (chart["name"], chart["version"]) == (CHARTS["gpu_operator"]["name"], CHARTS["gpu_operator"]["version"]), \
-        "move tests/standin/gpu-operator-chart with the pin (and its values schema with the chart's values keys)"
+    with tarfile.open(chart) as tar:
+        meta = yaml.safe_load(tar.extractfile("gpu-operator/Chart.yaml"))
+    pin = CHARTS["gpu_operator"]
+    assert (meta["name"], meta["version"], meta["appVersion"]) == (pin["name"], pin["version"], pin["version"])
 
 
 def cluster(env, *more, standalone=False):
@@ -183,9 +182,16 @@ def test_helm_installs_the_release_with_the_rendered_values(env, installed):
         {"name": "nvidia.com/gpu", "replicas": 4}]
     metrics = cp.get("/api/v1/namespaces/%s/configmaps/gpufleet-dcgm-metrics" % NAMESPACE)["data"]["dcgm-metrics.csv"]
     assert "DCGM_FI_DEV_XID_ERRORS" in metrics
-    # helm waited for the operator Deployment (KWOK runs its pod)
+    # helm waited for the operator Deployment (KWOK runs its pod): NVIDIA's image at the release's appVersion
     deployment = cp.get("/apis/apps/v1/namespaces/%s/deployments/gpu-operator" % NAMESPACE)
     assert deployment["status"].get("readyReplicas") == 1
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "nvcr.io/nvidia/gpu-operator:v26.7.0"
+    # and for NFD from the vendored subchart (nfd.enabled: true on kubeadm), its worker on every Node
+    workers = [d for d in cp.items("/apis/apps/v1/namespaces/%s/daemonsets" % NAMESPACE)
+               if d["metadata"]["name"].endswith("node-feature-discovery-worker")]
+    assert len(workers) == 1 and workers[0]["status"]["numberReady"] == 4, workers
+    for crd in ("clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com", "nodefeaturerules.nfd.k8s-sigs.io"):
+        assert cp.exists("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + crd), crd
 
 
 def test_rerun_changes_nothing_and_keeps_the_revision(env, installed):
@@ -194,6 +200,21 @@ def test_rerun_changes_nothing_and_keeps_the_revision(env, installed):
     assert rc == 0, out[-5000:]
     assert recap(out)["changed"] == 0, out[-5000:]
     assert releases(cp) == [("gpu-operator", 1, "deployed")]
+
+
+def test_check_mode_reports_a_change_and_makes_none(env, installed):
+    cp = env[0]
+    (before,) = policies(cp)
+    rc, out = cluster(env, "--check", "--diff")
+    assert rc == 0, out[-5000:]
+    assert recap(out)["changed"] == 0, out[-5000:]
+    rc, out = cluster(env, "--check", "--diff", "-e", '{"gpu_operator_upgrade_policy": {"maxParallelUpgrades": 5}}')
+    assert rc == 0, out[-5000:]
+    assert recap(out)["changed"] >= 1, out[-5000:]
+    assert releases(cp) == [("gpu-operator", 1, "deployed")]
+    (after,) = policies(cp)
+    assert after["spec"] == before["spec"]
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
 
 
 def test_a_changed_value_is_a_helm_upgrade(env, installed):

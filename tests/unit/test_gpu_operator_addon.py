@@ -52,7 +52,7 @@ def test_gke_standard_preset():
     assert values["driver"]["enabled"] is False
     assert values["hostPaths"] == {"driverInstallDir": "/home/kubernetes/bin/nvidia"}
     assert values["toolkit"]["installDir"] == "/home/kubernetes/bin/nvidia" and values["toolkit"]["enabled"] is True
-    assert values["cdi"] == {"enabled": True, "default": True}
+    assert values["cdi"] == {"enabled": True}
     objs = operator_objects(plan("gke"), {})
     quota = [o for o in objs if o["kind"] == "ResourceQuota"][0]
     assert quota["spec"]["scopeSelector"]["matchExpressions"][0]["values"][0] == "system-node-critical"
@@ -101,7 +101,37 @@ def test_registry_prefix_rewrites_every_operator_repository():
     assert values["operator"]["repository"] == "registry.corp:5000/mirror/nvidia"
     assert values["toolkit"]["repository"] == "registry.corp:5000/mirror/nvidia/k8s"
     assert values["node-feature-discovery"]["image"]["repository"] == "registry.corp:5000/mirror/nfd/node-feature-discovery"
-    assert len(versions.OPERATOR_REPOSITORIES) >= 10
+    # since chart v25.10 the validator and the node status exporter run the operator's own image
+    # (nvcr.io/nvidia/gpu-operator), not one under nvidia/cloud-native
+    assert values["validator"]["repository"] == values["nodeStatusExporter"]["repository"] == \
+        "registry.corp:5000/mirror/nvidia"
+    assert len(versions.OPERATOR_REPOSITORIES) >= 20
+
+
+# cdi.enabled per platform (docs/add-ons.md#cdi): on exactly where the operator's toolkit container
+# configures the runtime; off where the hosts' toolkit does (gpufleet's node stage leaves enable_cdi off).
+@pytest.mark.parametrize("platform,extra,toolkit,cdi", [
+    ("gke", {}, True, True),
+    ("openshift", {}, True, True),
+    ("eks", {}, False, False),
+    ("kubeadm", {}, False, False),
+    ("k3s", {}, False, False),
+    ("rke2", {}, False, False),
+    ("k0s", {}, False, False),
+    ("microk8s", {}, False, False),
+    ("eks", {"gpu_operator_host_driver": False, "gpu_operator_host_toolkit": False}, True, True),
+    ("kubeadm", {"gpu_operator_host_toolkit": False}, True, True),
+    ("kubeadm", {"gpu_operator_cdi_enabled": True}, False, True),
+    ("gke", {"gpu_operator_cdi_enabled": False}, True, False),
+])
+def test_cdi_is_a_choice_per_platform(platform, extra, toolkit, cdi):
+    values = operator_values(plan(platform), extra)
+    assert values["toolkit"]["enabled"] is toolkit
+    assert values["cdi"] == {"enabled": cdi}
+    if platform == "openshift":
+        (policy,) = [o for o in cluster_policy_objects(plan(platform), extra) if o["kind"] == "ClusterPolicy"]
+        assert policy["spec"]["cdi"] == {"enabled": cdi}
+        assert "defaultRuntime" not in policy["spec"]["operator"]
 
 
 def test_openshift_uses_olm_and_a_cluster_policy():
@@ -140,7 +170,9 @@ def test_values_file_is_yaml_with_a_header():
     text = values_file(plan("k3s"), {})
     assert text.startswith("# GPU Operator Helm values rendered by gpufleet")
     assert "v26.7.0" in text.splitlines()[1]
-    assert yaml.safe_load(text)["operator"]["defaultRuntime"] == "containerd"
+    values = yaml.safe_load(text)
+    # neither is read by the v26.7.0 chart (test_operator_values_contract checks every key gpufleet sets)
+    assert "operator" not in values and "default" not in values["cdi"]
 
 
 def test_deep_merge_keeps_siblings_and_replaces_lists():

@@ -1,8 +1,10 @@
 """scripts/pins-from-chart.py: a chart version's values.yaml against module_utils/core/versions.py."""
+import io
 import json
 import os
 import subprocess
 import sys
+import tarfile
 
 import pytest
 import yaml
@@ -12,7 +14,9 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.core import versions
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "scripts", "pins-from-chart.py")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "gpu-operator")
-STANDIN = os.path.join(ROOT, "tests", "standin", "gpu-operator-chart")
+# NVIDIA's chart as in git at the pinned tag (../shared/charts/SOURCES.md)
+UPSTREAM = os.path.normpath(os.path.join(ROOT, "..", "shared", "charts",
+                                         "gpu-operator-" + versions.CHARTS["gpu_operator"]["version"]))
 
 
 def run(*args):
@@ -48,14 +52,47 @@ def test_the_text_report_names_each_difference():
     assert line.split()[0] == "differs" and "v0.14.2" in line and "v0.15.0" in line
 
 
-def test_the_stand_in_chart_directory_has_the_pinned_version_and_no_component_versions():
-    """The stand-in chart moves with the pin (Chart.yaml); its values carry no component versions."""
-    rc, out, err = run(STANDIN, "--json")
+def test_nvidias_chart_directory_in_git_matches_every_component_pin():
+    """The real chart at the pinned tag: every component version is the pin; its Chart.yaml in git says
+    v1.0.0-devel (the release packaging stamps the version), which the report names as a difference."""
+    if not os.path.isdir(UPSTREAM):
+        pytest.skip(reason="needs NVIDIA's GPU Operator chart in ../shared/charts/ (%s is absent)" % UPSTREAM)
+    rc, out, err = run(UPSTREAM, "--json")
+    rows = {r["what"]: r for r in json.loads(out)}
+    assert rc == 1, out + err
+    assert [w for w, r in rows.items() if r["status"] != "same"] == ["chart version"]
+    assert rows["chart version"]["chart"] == "v1.0.0-devel"
+    assert {w for w in rows} >= set(versions.CHART_VALUE_PATHS)
+
+
+def packaged(tmp_path, files):
+    """A .tgz laid out as `helm package` writes it (gpu-operator/<file>)."""
+    path = tmp_path / "gpu-operator-v26.7.0.tgz"
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo("gpu-operator/" + name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return str(path)
+
+
+def test_a_packaged_chart_is_read_from_its_tarball(tmp_path):
+    with open(os.path.join(FIXTURES, "values-v26.7.0.yaml")) as handle:
+        values = handle.read()
+    pin = versions.CHARTS["gpu_operator"]["version"]
+    tgz = packaged(tmp_path, {"Chart.yaml": "name: gpu-operator\nversion: %s\n" % pin, "values.yaml": values,
+                              "templates/x.yaml": ""})
+    rc, out, err = run(tgz, "--json")
     assert rc == 0, out + err
     rows = {r["what"]: r for r in json.loads(out)}
-    assert rows["chart version"] == {"what": "chart version", "chart": versions.CHARTS["gpu_operator"]["version"],
-                                     "pinned": versions.CHARTS["gpu_operator"]["version"], "status": "same"}
-    assert rows["toolkit.version"]["status"] == "absent"
+    assert rows["chart version"] == {"what": "chart version", "chart": pin, "pinned": pin, "status": "same"}
+    assert {r["status"] for r in rows.values()} == {"same"}
+
+
+def test_a_tarball_without_chart_files_is_refused(tmp_path):
+    rc, _out, err = run(packaged(tmp_path, {"README.md": "x"}))
+    assert rc == 2 and "not a packaged chart (no top-level Chart.yaml or values.yaml)" in err
 
 
 def test_a_changed_repository_is_a_difference(tmp_path):

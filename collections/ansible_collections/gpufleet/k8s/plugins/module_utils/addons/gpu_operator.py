@@ -8,7 +8,7 @@ Presets (``gpu_operator_preset``, ``auto`` = ``gpufleet_platform``):
 - ``eks``: accelerated AMIs ship driver and toolkit (``gpu_operator_host_driver``/``_host_toolkit``
   auto = true), so ``driver.enabled``/``toolkit.enabled`` are false unless the nodes run a plain AMI.
 - ``gke``: Google installs the driver under /home/kubernetes/bin/nvidia: ``driver.enabled=false``,
-  ``hostPaths.driverInstallDir`` and ``toolkit.installDir`` there, CDI on and default, a
+  ``hostPaths.driverInstallDir`` and ``toolkit.installDir`` there, CDI on, a
   ResourceQuota that admits system-node-critical pods in the operator namespace, and GPU node pools
   must carry the label ``gke-no-default-nvidia-gpu-device-plugin=true`` (and
   ``gpu-driver-version=disabled``) so Google's own device plugin stays off.
@@ -115,6 +115,19 @@ def mig_strategy(plan):
     return "mixed" if "mixed" in strategies else "single"
 
 
+def cdi_enabled(s, toolkit_enabled):
+    """cdi.enabled: auto is on exactly where the operator's toolkit container configures the runtime.
+
+    That container turns CDI on in the runtime it configures (containerd's enable_cdi, CRI-O's CDI
+    devices), so the device plugin can hand devices over as CDI names: GKE, OpenShift, and any preset
+    with gpu_operator_host_toolkit false. Where the toolkit is on the hosts (gpufleet's node stage, the
+    EKS accelerated AMI) the operator does not touch the runtime: gpufleet's node stage leaves containerd's
+    enable_cdi off unless nvidia_container_toolkit_enable_cdi is true (containerd 1.6 has no CDI at all)
+    and makes nvidia the default runtime, so devices go through that runtime instead. Set
+    gpu_operator_cdi_enabled: true where the hosts' runtime has CDI on (docs/add-ons.md)."""
+    return _a.truthy(s["gpu_operator_cdi_enabled"], toolkit_enabled)
+
+
 def operator_values(plan, extra, service_monitor_api=False):
     """The chart values (dict) for the plan; user overrides are merged last."""
     s = _a.settings(plan, extra)
@@ -122,14 +135,13 @@ def operator_values(plan, extra, service_monitor_api=False):
     host_driver, host_toolkit = host_components(plan, s)
     driver_enabled = _a.truthy(s["gpu_operator_driver_enabled"], not host_driver)
     toolkit_enabled = _a.truthy(s["gpu_operator_toolkit_enabled"], not host_toolkit)
-    cdi = _a.truthy(s["gpu_operator_cdi_enabled"], pre == "gke")
+    cdi = cdi_enabled(s, toolkit_enabled)
     sm_setting = s["gpu_operator_service_monitor"]
     if _a.is_auto(sm_setting) and pre == "openshift":
         sm_setting = True  # OpenShift always serves monitoring.coreos.com
     values = {
-        "operator": {"defaultRuntime": "crio" if pre == "openshift" else "containerd"},
         "psa": {"enabled": True},
-        "cdi": {"enabled": cdi, "default": cdi},
+        "cdi": {"enabled": cdi},
         "nfd": {"enabled": pre != "openshift"},
         "daemonsets": {"priorityClassName": "system-node-critical", "tolerations": _a.gpu_tolerations(plan)},
         "driver": {
@@ -288,7 +300,7 @@ def cluster_policy_objects(plan, extra):
     v = operator_values(plan, extra, service_monitor_api=True)
     dp_config = {"name": DEVICE_PLUGIN_CONFIG_MAP, "default": "default"}
     spec = {
-        "operator": {"defaultRuntime": "crio", "use_ocp_driver_toolkit": True},
+        "operator": {"use_ocp_driver_toolkit": True},
         "daemonsets": v["daemonsets"],
         "driver": {"enabled": v["driver"]["enabled"], "kernelModuleType": v["driver"]["kernelModuleType"],
                    "upgradePolicy": cr_upgrade_policy(v["driver"]["upgradePolicy"])},

@@ -113,10 +113,16 @@ OLM_PACKAGES = {
 }
 
 # GPU Operator chart values holding an image repository (value path -> default registry path),
-# rewritten when a registry prefix is set. Paths as in the chart's values.yaml (v25.3).
+# rewritten when a registry prefix is set: every repository the chart's values.yaml at v26.7.0 names
+# (vgpuManager.repository is empty there: the user's own vGPU manager image), and NFD's subchart image. Not
+# draDriver.repository: the chart reads it only for the GPUCluster CR (gpuCluster.deployCR), which gpufleet does
+# not deploy (it installs the DRA driver's own chart, role nvidia_dra_driver).
+# Since chart v25.10 the validator and the node status exporter run the operator's own image
+# (nvcr.io/nvidia/gpu-operator), no longer nvcr.io/nvidia/cloud-native/gpu-operator-validator.
+# tests/integration/test_operator_values_contract.py keeps this equal to the real chart's values.
 OPERATOR_REPOSITORIES = {
     "operator.repository": "nvcr.io/nvidia",
-    "validator.repository": "nvcr.io/nvidia/cloud-native",
+    "validator.repository": "nvcr.io/nvidia",
     "driver.repository": "nvcr.io/nvidia",
     "driver.manager.repository": "nvcr.io/nvidia/cloud-native",
     "toolkit.repository": "nvcr.io/nvidia/k8s",
@@ -125,7 +131,16 @@ OPERATOR_REPOSITORIES = {
     "dcgmExporter.repository": "nvcr.io/nvidia/k8s",
     "gfd.repository": "nvcr.io/nvidia",
     "migManager.repository": "nvcr.io/nvidia/cloud-native",
-    "nodeStatusExporter.repository": "nvcr.io/nvidia/cloud-native",
+    "nodeStatusExporter.repository": "nvcr.io/nvidia",
+    "gds.repository": "nvcr.io/nvidia/cloud-native",
+    "gdrcopy.repository": "nvcr.io/nvidia/cloud-native",
+    "vgpuManager.driverManager.repository": "nvcr.io/nvidia/cloud-native",
+    "vgpuDeviceManager.repository": "nvcr.io/nvidia/cloud-native",
+    "vfioManager.repository": "nvcr.io/nvidia/cloud-native",
+    "vfioManager.driverManager.repository": "nvcr.io/nvidia/cloud-native",
+    "sandboxDevicePlugin.repository": "nvcr.io/nvidia",
+    "kataSandboxDevicePlugin.repository": "nvcr.io/nvidia/cloud-native",
+    "ccManager.repository": "nvcr.io/nvidia/cloud-native",
     "node-feature-discovery.image.repository": "registry.k8s.io/nfd/node-feature-discovery",
 }
 
@@ -214,7 +229,7 @@ def compare_chart_values(values, chart_version=None):
     """What a GPU Operator chart's values.yaml (``values``, parsed) says against the pins here.
 
     Returns rows ``{"what", "chart", "pinned", "status"}`` with status ``same``, ``differs`` or
-    ``absent`` (the values do not carry that key, as a stand-in chart's may not). ``chart_version``
+    ``absent`` (the values do not carry that key). ``chart_version``
     (its Chart.yaml version) is compared with CHARTS["gpu_operator"] when given."""
     if not isinstance(values, dict):
         raise ValueError("the values file is not a YAML mapping")
