@@ -161,3 +161,43 @@ def test_a_namespace_two_components_share_goes_with_the_last_of_them(cp, tmp_pat
     assert "Namespace gpu-shared is deleted with everything in it: gpufleet created it (gpufleet's " \
            "cluster/dcgm-exporter, which no longer uses it)" in flat(out), flat(out)[-3000:]
     assert namespace(cp, ns) is None
+
+
+def test_a_namespace_gpufleet_created_with_a_users_object_in_it_is_kept(cp, tmp_path):
+    """Issue 39: disabling monitoring deleted gpufleet-monitoring with a user's ConfigMap in it. Now the prune
+    (monitoring off) and the delete (state absent) keep such a namespace and name what is in it; once the user's
+    object is gone the namespace goes."""
+    ns = "gpufleet-monitoring"
+    on = ["-e", '{"gpu_monitoring_enabled": true}']
+    rc, out = dcgm(cp, tmp_path, *on)
+    assert rc == 0, out[-4000:]
+    assert namespace(cp, ns)["metadata"]["annotations"][CREATED_BY] == "cluster/gpu-monitoring"
+    cp.create("/api/v1/namespaces/%s/configmaps" % ns, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "user-dashboard", "namespace": ns}, "data": {"keep": "me"}})
+
+    # monitoring off: the ApplySet prune deletes gpufleet's dashboard, keeps the namespace and says why
+    rc, out = dcgm(cp, tmp_path)
+    assert rc == 0, out[-4000:]
+    text = flat(out)
+    assert "Namespace gpufleet-monitoring is kept although gpufleet created it: it holds objects gpufleet did not " \
+           "create: ConfigMap/user-dashboard." in text, text[-3000:]
+    assert namespace(cp, ns) is not None
+    assert cp.get("/api/v1/namespaces/%s/configmaps/user-dashboard" % ns)["data"] == {"keep": "me"}
+    assert gpufleet_objects(cp, ns) == []
+
+    # on again, then absent: the same
+    rc, out = dcgm(cp, tmp_path, *on)
+    assert rc == 0, out[-4000:]
+    rc, out = dcgm(cp, tmp_path, *on + ["-e", "gpu_monitoring_state=absent"])
+    assert rc == 0, out[-4000:]
+    assert "it holds objects gpufleet did not create: ConfigMap/user-dashboard." in flat(out), flat(out)[-3000:]
+    assert cp.get("/api/v1/namespaces/%s/configmaps/user-dashboard" % ns)["data"] == {"keep": "me"}
+
+    # the user's ConfigMap gone: the namespace goes on the next absent
+    cp.delete("/api/v1/namespaces/%s/configmaps/user-dashboard" % ns)
+    rc, out = dcgm(cp, tmp_path, *on)
+    assert rc == 0, out[-4000:]
+    rc, out = dcgm(cp, tmp_path, *on + ["-e", "gpu_monitoring_state=absent"])
+    assert rc == 0, out[-4000:]
+    assert "Namespace gpufleet-monitoring is deleted with everything in it" in flat(out), flat(out)[-3000:]
+    assert namespace(cp, ns) is None

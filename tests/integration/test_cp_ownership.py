@@ -124,3 +124,26 @@ def test_openshift_without_olm_stops_before_applying_namespaces(nodes, tmp_path)
     assert "serves no operatorgroups.operators.coreos.com, subscriptions.operators.coreos.com (OLM is not " \
            "installed). This step applied nothing" in text, text[-3000:]
     assert {n["metadata"]["name"] for n in nodes.items("/api/v1/namespaces")} == before
+
+
+def test_a_label_and_taint_set_by_hand_before_gpufleet_stay_the_users(nodes, tmp_path):
+    """Issue 39: a taint the user set by hand before gpufleet's first run, with the pool's key, value and effect,
+    was recorded as gpufleet's and deleted by gpu_pools_state=absent. Now it stays the user's, as does a label
+    set to the pool's value."""
+    cp = nodes
+    gpu_taint = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    cp.add_node("gpu-u1", gpu=56, labels={"gpufleet.io/workload": "training"}, taints=[gpu_taint])
+    inv = inventory(tmp_path, {"u1.example.internal": "gpu-u1"}, "inv-user")
+    rc, out = provision(cp, tmp_path, inv)
+    assert rc == 0, out[-4000:]
+    assert "taint nvidia.com/gpu=present:NoSchedule was there before gpufleet set it" in flat(out), out[-4000:]
+    u1 = cp.node("gpu-u1")
+    owned = json.loads(u1["metadata"]["annotations"]["gpufleet.io/owned"])
+    assert owned["taints"] == [] and "gpufleet.io/workload" not in owned["labels"], owned
+    assert owned["labels"]["gpufleet.io/pool"] == "train-a100"
+    rc, out = provision(cp, tmp_path, inv, "-e", "gpu_pools_state=absent")
+    assert rc == 0, out[-3000:]
+    u1 = cp.node("gpu-u1")
+    assert gpu_taint in u1["spec"]["taints"], u1["spec"]
+    assert u1["metadata"]["labels"]["gpufleet.io/workload"] == "training"
+    assert "gpufleet.io/pool" not in u1["metadata"]["labels"]

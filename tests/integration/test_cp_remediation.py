@@ -10,7 +10,7 @@ small HTTP server serving DCGM metric lines generated in the pinned dcgm-exporte
 (tests/fixtures/dcgm/, tests/helpers/dcgm_fixtures.py); remediation queries them through Prometheus's HTTP API.
 
 The tests run in order and share the cluster: dry run, act within the limits, the next run changes
-nothing, the limits with more nodes unhealthy, the way back, a refused policy, then the metrics.
+nothing, the limits with more nodes unhealthy, the way back, a refused policy, forged records, then the metrics.
 """
 import json
 import os
@@ -212,6 +212,41 @@ def test_bad_policy_is_refused_before_anything_changes(cluster):
     assert rc == 2 and "gpu_remediation_actions" in out and "reboot" in out
     assert not state(cp, "gpu-h1")["tainted"]
     set_gpus(cp, "gpu-h1", 2)
+
+
+def test_forged_records_steer_nothing(cluster):
+    """Issue 39: any record annotation made an unhealthy node `continue` past every limit, and a stale one on a node
+    an admin cordoned made gpufleet uncordon it. Three unhealthy nodes carry forged records (written here as any
+    agent allowed to patch Nodes could), a healthy node an admin cordoned carries one too."""
+    cp = cluster[0]
+    forged = json.dumps({"since": "2026-01-01T00:00:00Z", "reasons": ["forged"], "tainted": True, "cordoned": True,
+                         "replaced": ""})
+    for host in ("h1", "h2", "h3", "h4"):
+        cp.merge_patch("/api/v1/nodes/gpu-" + host, {"metadata": {"annotations": {RECORD: forged}}})
+    cp.merge_patch("/api/v1/nodes/gpu-h4", {"spec": {"unschedulable": True}})   # the admin's cordon
+    for host in ("h1", "h2", "h3"):
+        set_gpus(cp, "gpu-" + host, 1)
+    rc, out = remediate(cluster, *act("-e", "gpu_remediation_max_nodes=1", "-e", "gpu_remediation_max_percent=100"))
+    assert rc == 0, out[-3000:]
+    rep = report(cluster)
+    # one node within max_nodes 1, as without the records; its record is now gpufleet's, signed
+    assert [h for h in ("h1", "h2", "h3") if state(cp, "gpu-" + h)["tainted"]] == ["h1"], rep
+    assert "mac" in state(cp, "gpu-h1")["record"] and state(cp, "gpu-h1")["record"]["reasons"] != ["forged"]
+    assert [rep["gpu-" + h]["decision"] for h in ("h1", "h2", "h3")] == ["act", "held", "held"]
+    assert all("MAC is not gpufleet's" in rep["gpu-" + h]["notes"][0] for h in ("h2", "h3", "h4"))
+    # the admin's cordon stays, and the forged record is not read as gpufleet's
+    assert state(cp, "gpu-h4")["cordoned"] and rep["gpu-h4"]["decision"] == "none"
+    assert state(cp, "gpu-h2")["record"]["reasons"] == ["forged"]   # left as it is, not acted on
+
+    # clean up: the records removed, the cordon lifted by the admin; gpufleet gives its own node back
+    for host in ("h2", "h3", "h4"):
+        cp.merge_patch("/api/v1/nodes/gpu-" + host, {"metadata": {"annotations": {RECORD: None}}})
+    cp.merge_patch("/api/v1/nodes/gpu-h4", {"spec": {"unschedulable": None}})
+    for host in ("h1", "h2", "h3"):
+        set_gpus(cp, "gpu-" + host, 2)
+    rc, out = remediate(cluster, *act())
+    assert rc == 0, out[-3000:]
+    assert out_of_service(cp) == [] and report(cluster)["gpu-h1"]["decision"] == "restore"
 
 
 @pytest.fixture(scope="module")

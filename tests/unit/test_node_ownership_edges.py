@@ -107,8 +107,9 @@ def test_a_taint_already_there_as_wanted_is_kept_as_it_is(existing, wanted):
     plan = no.plan_node(n, {}, [wanted])
     assert plan["conflicts"] == []
     assert plan["after"]["taints"] == [existing]
-    assert plan["patch"] == {"metadata": {"annotations": {no.OWNED_ANNOTATION: no.record({}, [wanted])},
-                                          "resourceVersion": "7"}}
+    # already there as wanted, before gpufleet wrote anything: it stays its setter's, nothing is written or recorded
+    assert plan["patch"] is None and plan["after"]["owned"] is None
+    assert "stays yours" in plan["notes"][0]
 
 
 def test_same_key_other_effect_is_another_taint():

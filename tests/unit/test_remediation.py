@@ -13,12 +13,18 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import remediat
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.node_ownership import Conflict
 
 POOLS = [{"name": "train", "min_nodes": 2}, {"name": "infer", "min_nodes": 0}]
+KEY = b"k" * 32   # the records' MAC key (the Secret gpufleet-system/gpufleet-remediation-key)
 
 
-def node(name, pool="train", gpus=8, alloc=None, taints=None, unschedulable=False, record=None, rv="1"):
+def node(name, pool="train", gpus=8, alloc=None, taints=None, unschedulable=False, record=None, rv="1", forged=False,
+         uid=None):
+    """A GPU Node; ``record`` is signed with KEY as gpufleet signs it, unless ``forged`` (written as it is)."""
+    meta = {"name": name, "uid": uid or "uid-" + name}
+    if record is not None and not forged:
+        record = rem.signed(record, {"metadata": meta}, KEY)
     ann = {rem.RECORD_ANNOTATION: json.dumps(record)} if record is not None else {}
-    return {"metadata": {"name": name, "labels": {"gpufleet.io/pool": pool} if pool else {}, "annotations": ann,
-                         "resourceVersion": rv},
+    return {"metadata": {"name": name, "uid": meta["uid"], "labels": {"gpufleet.io/pool": pool} if pool else {},
+                         "annotations": ann, "resourceVersion": rv},
             "spec": dict({"taints": taints or []}, **({"unschedulable": True} if unschedulable else {})),
             "status": {"capacity": {"cpu": "64", "nvidia.com/gpu": str(gpus)},
                        "allocatable": {"cpu": "64", "nvidia.com/gpu": str(gpus if alloc is None else alloc)}}}
@@ -178,7 +184,8 @@ def test_queries_skip_unset_thresholds():
 # --- the limits ---------------------------------------------------------------------------------
 
 def decisions(nodes, pol, found=None, platform="kubeadm", claims=None):
-    return dict((e["name"], (e["decision"], e["held_because"])) for e in rem.plan(nodes, POOLS, platform, found or {}, pol, claims))
+    return dict((e["name"], (e["decision"], e["held_because"]))
+                for e in rem.plan(nodes, POOLS, platform, found or {}, pol, claims, key=KEY))
 
 
 @pytest.mark.parametrize("nodes, kw, expected", [
@@ -228,7 +235,7 @@ def test_xid_findings_make_a_node_unhealthy_and_application_xids_do_not():
     found = {"t1": [{"source": "xid", "verdict": "application", "why": "XID 13", "gpu": "0", "value": 13}],
              "t2": [{"source": "xid", "verdict": "unhealthy", "why": "XID 48", "gpu": "0", "value": 48}]}
     entries = dict((e["name"], e) for e in rem.plan([node("t1"), node("t2"), node("t3"), node("t4")], POOLS, "kubeadm",
-                                                     found, policy(max_percent=100)))
+                                                     found, policy(max_percent=100), key=KEY))
     assert entries["t1"]["state"] == "watch" and entries["t1"]["decision"] == "none"
     assert entries["t2"]["state"] == "unhealthy" and entries["t2"]["decision"] == "act"
 
@@ -240,7 +247,7 @@ def test_xid_findings_make_a_node_unhealthy_and_application_xids_do_not():
     ("kubeadm", [], "planned only: reset the GPU (nvidia-smi --gpu-reset) or reboot the host"),
 ])
 def test_replacement_per_platform(platform, claims, step):
-    entries = rem.plan([node("t1", alloc=7), node("t2"), node("t3")], POOLS, platform, {}, policy(), claims)
+    entries = rem.plan([node("t1", alloc=7), node("t2"), node("t3")], POOLS, platform, {}, policy(), claims, key=KEY)
     assert entries[0]["steps"][:4] == ["record why in annotation gpufleet.io/gpu-remediation",
                                        "taint gpufleet.io/gpu-unhealthy:NoSchedule", "cordon",
                                        "drain (evictions respect PodDisruptionBudgets)"]
@@ -252,8 +259,8 @@ def test_replacement_per_platform(platform, claims, step):
 def test_act_patch_keeps_others_taints_and_records_what_it_did():
     other = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
     n = node("t1", alloc=7, taints=[other], rv="42")
-    entry = rem.plan([n, node("t2"), node("t3")], POOLS, "kubeadm", {}, policy())[0]
-    patch = run.act_patch(n, entry, ["taint", "cordon"], "2026-12-03T00:00:00Z")
+    entry = rem.plan([n, node("t2"), node("t3")], POOLS, "kubeadm", {}, policy(), key=KEY)[0]
+    patch = run.act_patch(n, entry, ["taint", "cordon"], "2026-12-03T00:00:00Z", KEY)
     assert patch["spec"] == {"taints": [other, rem.TAINT], "unschedulable": True}
     assert patch["metadata"]["resourceVersion"] == "42"
     record = json.loads(patch["metadata"]["annotations"][rem.RECORD_ANNOTATION])
@@ -263,31 +270,31 @@ def test_act_patch_keeps_others_taints_and_records_what_it_did():
 
 def test_taint_and_cordon_someone_else_set_are_not_claimed_and_not_undone():
     n = node("t1", alloc=7, taints=[rem.TAINT], unschedulable=True)
-    entry = rem.plan([n, node("t2"), node("t3")], POOLS, "kubeadm", {}, policy())[0]
-    patch = run.act_patch(n, entry, ["taint", "cordon"], "now")
+    entry = rem.plan([n, node("t2"), node("t3")], POOLS, "kubeadm", {}, policy(), key=KEY)[0]
+    patch = run.act_patch(n, entry, ["taint", "cordon"], "now", KEY)
     assert "spec" not in patch
     record = json.loads(patch["metadata"]["annotations"][rem.RECORD_ANNOTATION])
     assert record["tainted"] is False and record["cordoned"] is False
     healed = node("t1", taints=[rem.TAINT], unschedulable=True, record=record)
-    assert run.restore_patch(healed) == {"metadata": {"annotations": {rem.RECORD_ANNOTATION: None},
+    assert run.restore_patch(healed, KEY) == {"metadata": {"annotations": {rem.RECORD_ANNOTATION: None},
                                                       "resourceVersion": "1"}}
 
 
 def test_second_run_on_a_remediated_node_writes_nothing():
     n = node("t1", alloc=7)
-    entry = rem.plan([n, node("t2"), node("t3")], POOLS, "kubeadm", {}, policy())[0]
-    patch = run.act_patch(n, entry, ["taint", "cordon"], "t0")
+    entry = rem.plan([n, node("t2"), node("t3")], POOLS, "kubeadm", {}, policy(), key=KEY)[0]
+    patch = run.act_patch(n, entry, ["taint", "cordon"], "t0", KEY)
     after = node("t1", alloc=7, taints=patch["spec"]["taints"], unschedulable=True,
                  record=json.loads(patch["metadata"]["annotations"][rem.RECORD_ANNOTATION]))
-    entry2 = rem.plan([after, node("t2"), node("t3")], POOLS, "kubeadm", {}, policy())[0]
+    entry2 = rem.plan([after, node("t2"), node("t3")], POOLS, "kubeadm", {}, policy(), key=KEY)[0]
     assert entry2["decision"] == "continue"
-    assert run.act_patch(after, entry2, ["taint", "cordon"], "t1") is None
+    assert run.act_patch(after, entry2, ["taint", "cordon"], "t1", KEY) is None
 
 
 def test_restore_removes_only_its_own_taint_and_cordon():
     other = {"key": "example.com/maintenance", "effect": "NoSchedule"}
     n = node("t1", taints=[other, rem.TAINT], unschedulable=True, record={"tainted": True, "cordoned": True})
-    patch = run.restore_patch(n)
+    patch = run.restore_patch(n, KEY)
     assert patch["spec"] == {"taints": [other], "unschedulable": None}
     assert patch["metadata"]["annotations"] == {rem.RECORD_ANNOTATION: None}
 
@@ -317,9 +324,10 @@ class FakeApi:
 
 def test_conflict_reads_again_and_writes_with_the_new_version():
     nodes = {"t1": node("t1", alloc=7), "t2": node("t2"), "t3": node("t3")}
-    entries = rem.plan(list(nodes.values()), POOLS, "kubeadm", {}, policy(actions=["taint", "cordon", "drain"]))
+    entries = rem.plan(list(nodes.values()), POOLS, "kubeadm", {}, policy(actions=["taint", "cordon", "drain"]),
+                       key=KEY)
     api = FakeApi(nodes)
-    run.execute(api, entries, policy(actions=["taint", "cordon", "drain"]), "kubeadm", [], "now")
+    run.execute(api, entries, policy(actions=["taint", "cordon", "drain"]), "kubeadm", [], "now", key=KEY)
     assert [p["metadata"]["resourceVersion"] for p in api.patches] == ["2"]
     assert entries[0]["errors"] == [] and entries[0]["done"][:3] == [
         "record why in annotation gpufleet.io/gpu-remediation", "taint gpufleet.io/gpu-unhealthy:NoSchedule", "cordon"]
@@ -328,9 +336,9 @@ def test_conflict_reads_again_and_writes_with_the_new_version():
 def test_dry_run_writes_nothing_and_reports_what_it_would_do():
     nodes = {"t1": node("t1", alloc=7), "t2": node("t2"), "t3": node("t3")}
     pol = rem.validate_policy({})
-    entries = rem.plan(list(nodes.values()), POOLS, "kubeadm", {}, pol)
+    entries = rem.plan(list(nodes.values()), POOLS, "kubeadm", {}, pol, key=KEY)
     api = FakeApi(nodes)
-    run.execute(api, entries, pol, "kubeadm", [], "now")
+    run.execute(api, entries, pol, "kubeadm", [], "now", key=KEY)
     assert api.patches == [] and api.conflicts == 1
     rep = run.report(entries, pol, "kubeadm", "c1")
     assert rep["mode"] == "dry run (nothing changed)" and rep["decisions"] == {"act": 1, "none": 2}
@@ -370,7 +378,7 @@ def test_host_findings(facts, expected):
 def test_host_and_metric_findings_add_up_and_make_the_node_unhealthy():
     found = rem.merge_findings({"t1": [{"source": "xid", "verdict": "application", "why": "XID 13", "gpu": "0", "value": 13}]},
                                rem.host_findings({"t1": {"gpus": [smi(remapped_row_pending=True)]}}, {}))
-    entry = rem.plan([node("t1"), node("t2"), node("t3")], POOLS, "kubeadm", found, policy())[0]
+    entry = rem.plan([node("t1"), node("t2"), node("t3")], POOLS, "kubeadm", found, policy(), key=KEY)[0]
     assert [f["source"] for f in entry["findings"]] == ["xid", "row_remap_pending"]
     assert entry["state"] == "unhealthy" and entry["decision"] == "act"
 

@@ -16,11 +16,15 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.node import gpu_reset
 
 POOLS = [{"name": "train", "min_nodes": 0}]
 BUS = ["00000000:18:00.0", "00000000:19:00.0"]
+KEY = b"h" * 32   # the records' MAC key
 
 
 def node(name, alloc=2, record=None):
+    if record is not None:
+        record = rem.signed(record, {"metadata": {"name": name, "uid": "uid-" + name}}, KEY)
     ann = {rem.RECORD_ANNOTATION: json.dumps(record)} if record is not None else {}
-    return {"metadata": {"name": name, "labels": {"gpufleet.io/pool": "train"}, "annotations": ann, "resourceVersion": "1"},
+    return {"metadata": {"name": name, "uid": "uid-" + name, "labels": {"gpufleet.io/pool": "train"},
+                         "annotations": ann, "resourceVersion": "1"},
             "spec": {"taints": []},
             "status": {"capacity": {"nvidia.com/gpu": "2"}, "allocatable": {"nvidia.com/gpu": str(alloc)}}}
 
@@ -38,7 +42,8 @@ ALL = ["taint", "cordon", "drain", "reset", "reboot"]
 def step_of(actions, gpu_facts, platform="kubeadm", metric=None, record=None, alloc=2):
     pol = rem.validate_policy({"dry_run": False, "actions": actions}, platform)
     found = rem.merge_findings(metric or {}, rem.host_findings(gpu_facts, pol["thresholds"]))
-    entry = rem.plan([node("n1", alloc=alloc, record=record)], POOLS, platform, found, pol, gpu_facts=gpu_facts)[0]
+    entry = rem.plan([node("n1", alloc=alloc, record=record)], POOLS, platform, found, pol, gpu_facts=gpu_facts,
+                     key=KEY)[0]
     return entry
 
 
@@ -134,12 +139,12 @@ def test_execute_hands_the_step_to_the_host_only_after_the_drain():
     pol = rem.validate_policy({"dry_run": False, "actions": ALL}, "kubeadm")
     gpu_facts = {"n1": facts(remapped_row_pending=True)}
     found = rem.host_findings(gpu_facts, pol["thresholds"])
-    entries = rem.plan([node("n1")], POOLS, "kubeadm", found, pol, gpu_facts=gpu_facts)
-    run.execute(Api({"n1": node("n1")}), entries, pol, "kubeadm", [], "now", drain_poll=0)
+    entries = rem.plan([node("n1")], POOLS, "kubeadm", found, pol, gpu_facts=gpu_facts, key=KEY)
+    run.execute(Api({"n1": node("n1")}), entries, pol, "kubeadm", [], "now", drain_poll=0, key=KEY)
     assert entries[0]["host_action"] == {"step": "reset", "gpus": [BUS[1]], "fallback": "reboot"}
     # a dry run plans it and hands nothing over
     dry = rem.validate_policy({"actions": ALL}, "kubeadm")
-    entries = rem.plan([node("n1")], POOLS, "kubeadm", found, dry, gpu_facts=gpu_facts)
+    entries = rem.plan([node("n1")], POOLS, "kubeadm", found, dry, gpu_facts=gpu_facts, key=KEY)
     run.execute(Api({"n1": node("n1")}), entries, dry, "kubeadm", [], "now")
     assert entries[0]["host_action"] is None
     assert entries[0]["done"][-1].startswith("reset GPU 00000000:19:00.0")
@@ -151,7 +156,7 @@ def test_host_results_go_into_the_record_and_restart_the_plugin_after_a_reset():
               plugin_pods=[{"metadata": {"namespace": "gpu", "name": "nvdp-x"}, "spec": {"nodeName": "n1"}}])
     nodes = [{"name": "n1", "done": [], "errors": []}]
     changed = run.record_host_results(api, nodes, {"n1": [{"step": "reset", "ok": True, "message": "reset " + BUS[1]}]},
-                                      "t1", plugin_selector="app.kubernetes.io/name=nvidia-device-plugin")
+                                      "t1", plugin_selector="app.kubernetes.io/name=nvidia-device-plugin", key=KEY)
     assert changed and api.deleted == ["gpu/nvdp-x"]
     written = json.loads(api.patches[0][1]["metadata"]["annotations"][rem.RECORD_ANNOTATION])
     assert written["host_steps"] == [{"step": "reset", "ok": True, "at": "t1", "message": "reset " + BUS[1]}]
@@ -164,14 +169,14 @@ def test_a_refused_reset_then_a_reboot_are_both_recorded_and_only_a_failed_last_
     nodes = [{"name": "n1", "done": [], "errors": []}]
     run.record_host_results(api, nodes, {"n1": [
         {"step": "reset", "ok": False, "message": "nvidia-smi refused the reset (rc 255): %s: In use by another client" % BUS[0]},
-        {"step": "reboot", "ok": True, "message": "rebooted"}]}, "t1", plugin_selector="x")
+        {"step": "reboot", "ok": True, "message": "rebooted"}]}, "t1", plugin_selector="x", key=KEY)
     written = json.loads(api.patches[0][1]["metadata"]["annotations"][rem.RECORD_ANNOTATION])
     assert [(s["step"], s["ok"]) for s in written["host_steps"]] == [("reset", False), ("reboot", True)]
     assert api.deleted == []    # the reboot restarted the plugin with the host
     assert nodes[0]["errors"] == [] and nodes[0]["done"][0].endswith("In use by another client (then: reboot)")
     # the same refusal without a reboot after it fails the run, naming the node
     nodes = [{"name": "n1", "done": [], "errors": []}]
-    run.record_host_results(api, nodes, {"n1": [{"step": "reset", "ok": False, "message": "refused"}]}, "t2")
+    run.record_host_results(api, nodes, {"n1": [{"step": "reset", "ok": False, "message": "refused"}]}, "t2", key=KEY)
     assert nodes[0]["errors"] == ["Node n1: reset: refused"]
 
 
@@ -189,7 +194,7 @@ def test_the_record_keeps_the_last_host_steps_only():
 def test_a_node_restored_by_hand_meanwhile_gets_no_record_back():
     api = Api({"n1": node("n1")})
     nodes = [{"name": "n1", "done": [], "errors": []}]
-    assert run.record_host_results(api, nodes, {"n1": [{"step": "reboot", "ok": True}]}, "t") is False
+    assert run.record_host_results(api, nodes, {"n1": [{"step": "reboot", "ok": True}]}, "t", key=KEY) is False
     assert api.patches == []
 
 

@@ -26,6 +26,10 @@ description:
   - Never more than C(policy.max_nodes) nodes at once, nor more than C(policy.max_percent) of a pool, nor
     below a pool's C(min_nodes) schedulable nodes; a node that would break a limit is reported as held.
   - When a node it remediated is healthy again, removes its own taint and cordon (only those) and the record.
+  - The record carries an HMAC-SHA256 over its content, the Node's name and UID, keyed by the Secret
+    C(gpufleet-remediation-key) in C(gpufleet-system) (created, with its namespace, by the first run that is not a
+    dry run; the key is never logged or returned). A record without that MAC is ignored - its node is decided as if
+    it had none - and the limits and pools hold for nodes already under remediation as for new ones.
   - C(policy.dry_run) (the default) reads and decides, and changes nothing.
   - The policy is validated before anything is read; a bad value fails naming the variable and what is allowed.
 author:
@@ -166,6 +170,7 @@ errors:
   elements: str
 """
 
+import base64
 import json
 import time
 
@@ -225,6 +230,30 @@ class _Api(DrainApi):
             self.core.delete_namespaced_pod(name, namespace, _preload_content=False)
         except ApiException as exc:
             if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def read_secret(self, namespace, name):
+        try:
+            return json.loads(self.core.read_namespaced_secret(name, namespace, _preload_content=False).data)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def create_namespace(self, body):
+        try:
+            self.core.create_namespace(body, field_manager=FIELD_MANAGER, _preload_content=False)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+
+    def create_secret(self, namespace, body):
+        try:
+            self.core.create_namespaced_secret(namespace, body, field_manager=FIELD_MANAGER, _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 409:
                 return False
             raise
         return True
@@ -300,10 +329,12 @@ def run(module):
                 responses, policy["thresholds"], lambda code: remediation.xid_verdict(code, policy["xid_overrides"]))
         found = remediation.merge_findings(found, remediation.host_findings(p["gpu_facts"], policy["thresholds"]))
         api = _Api(get_api_client(**connection_args(p)).client.client)
+        key = _key(module, api, create=not (module.check_mode or policy["dry_run"]))
         claims = api.list_nodeclaims() if p["platform"] in remediation.KARPENTER_PLATFORMS else []
         entries = remediation.plan(api.list_nodes(), p["pools"], p["platform"], found, policy, claims,
-                                   gpu_facts=p["gpu_facts"])
-        remediation_run.execute(api, entries, policy, p["platform"], claims, now, check_mode=module.check_mode)
+                                   gpu_facts=p["gpu_facts"], key=key)
+        remediation_run.execute(api, entries, policy, p["platform"], claims, now, check_mode=module.check_mode,
+                                key=key)
     except GpufleetError as exc:
         module.fail_json(msg=exc.msg, **exc.details)
     except Exception as exc:  # the client's own errors (connection, auth, API status)
@@ -317,6 +348,14 @@ def run(module):
                      errors=errors, host_steps=host_steps)
 
 
+def _key(module, api, create):
+    """The records' MAC key (remediation_run.remediation_key), masked in every result."""
+    key = remediation_run.remediation_key(api, create)
+    if key:
+        module.no_log_values.update([base64.b64encode(key).decode("ascii"), key.hex()])
+    return key
+
+
 def record_hosts(module, p, now):
     """The second call: write what the host steps did into the records and the report, then exit."""
     rep = dict(p["report"] or {})
@@ -324,7 +363,8 @@ def record_hosts(module, p, now):
     try:
         api = _Api(get_api_client(**connection_args(p)).client.client)
         changed = remediation_run.record_host_results(api, nodes, p["host_results"], now,
-                                                      plugin_selector=p["device_plugin_selector"] or None)
+                                                      plugin_selector=p["device_plugin_selector"] or None,
+                                                      key=_key(module, api, create=False))
     except Exception as exc:  # the client's own errors (connection, auth, API status)
         module.fail_json(msg="gpufleet could not record the host steps of remediation: %s" % exc)
     rep["nodes"] = nodes

@@ -116,7 +116,10 @@ nodes:
     changed: {description: Whether this Node was (or in check mode would be) written, type: bool}
     after: {description: "Labels, taints and ownership record after the change", type: dict}
 notes:
-  description: Labels gpufleet no longer claims because someone else changed them.
+  description:
+    - Labels gpufleet no longer claims because someone else changed them, and labels and taints that were on a
+      Node as a pool wants them before gpufleet wrote them - they stay their setter's (not recorded in
+      C(gpufleet.io/owned), never removed by gpufleet). Each is also a warning.
   returned: always
   type: list
   elements: str

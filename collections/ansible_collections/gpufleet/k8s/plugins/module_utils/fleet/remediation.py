@@ -32,6 +32,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
+import hmac
 import json
 import math
 import re
@@ -45,6 +47,12 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import SEL
 TAINT_KEY = "gpufleet.io/gpu-unhealthy"
 TAINT = {"key": TAINT_KEY, "effect": "NoSchedule"}
 RECORD_ANNOTATION = "gpufleet.io/gpu-remediation"
+# the record's MAC (HMAC-SHA256, key in the Secret below; docs/security.md): a record without gpufleet's MAC
+# for its Node is ignored
+MAC_KEY = "mac"
+RECORD_KEY_NAMESPACE = "gpufleet-system"
+RECORD_KEY_SECRET = "gpufleet-remediation-key"
+FIELD_MANAGER = "gpufleet"  # pools/node_ownership.py FIELD_MANAGER: the manager gpu_remediate patches Nodes as
 KARPENTER_PLATFORMS = ("eks",)
 GKE_PLATFORMS = ("gke", "gke-autopilot")
 
@@ -258,18 +266,78 @@ def merge_findings(*sets):
 
 
 def record_of(node):
-    """The remediation record on a Node (a dict), or None."""
+    """The remediation record on a Node as written (a dict), or None: no annotation, or not a JSON object.
+    Not yet trusted: :func:`trusted_record` checks its MAC."""
     raw = ((node.get("metadata") or {}).get("annotations") or {}).get(RECORD_ANNOTATION)
     if not raw:
         return None
     try:
         data = json.loads(raw)
     except ValueError:
-        data = None
-    if not isinstance(data, dict):
-        raise GpufleetError("Node %s: annotation %s is not gpufleet's JSON (%r); fix or remove it by hand"
-                            % ((node.get("metadata") or {}).get("name"), RECORD_ANNOTATION, raw))
-    return data
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _mac_input(record, node):
+    meta = node.get("metadata") or {}
+    body = dict((k, v) for k, v in record.items() if k != MAC_KEY)
+    return "\n".join([json.dumps(body, sort_keys=True, separators=(",", ":")), str(meta.get("name") or ""),
+                      str(meta.get("uid") or "")]).encode("utf-8")
+
+
+def record_mac(record, node, key):
+    """HMAC-SHA256 (hex) of the record's canonical JSON (without its ``mac``), the Node's name and its UID."""
+    return hmac.new(key, _mac_input(record, node), hashlib.sha256).hexdigest()
+
+
+def signed(record, node, key):
+    """``record`` with its MAC for ``node``; the key is gpufleet's (Secret RECORD_KEY_SECRET)."""
+    if not key:
+        raise GpufleetError("Node %s: no remediation key to sign the record with"
+                            % (node.get("metadata") or {}).get("name"))
+    out = dict((k, v) for k, v in record.items() if k != MAC_KEY)
+    out[MAC_KEY] = record_mac(out, node, key)
+    return out
+
+
+def trusted_record(node, key):
+    """(record, why ignored): the record when its MAC is gpufleet's for this very Node (name and UID), else
+    (None, the reason it is ignored; '' when there is no record). Anyone who may patch Nodes can write the
+    annotation: only a record gpufleet signed says what gpufleet did."""
+    raw = ((node.get("metadata") or {}).get("annotations") or {}).get(RECORD_ANNOTATION)
+    if not raw:
+        return None, ""
+    record = record_of(node)
+    if record is None:
+        return None, "annotation %s is not a JSON object: ignored" % RECORD_ANNOTATION
+    if not key:
+        return None, "annotation %s ignored: no remediation key yet (Secret %s/%s), so no record is gpufleet's" % (
+            RECORD_ANNOTATION, RECORD_KEY_NAMESPACE, RECORD_KEY_SECRET)
+    mac = record.get(MAC_KEY)
+    if not isinstance(mac, str) or not hmac.compare_digest(mac, record_mac(record, node, key)):
+        return None, ("annotation %s ignored: its MAC is not gpufleet's for this Node (written by someone else, "
+                      "copied from another Node, or from a Node of the same name before it was recreated)"
+                      % RECORD_ANNOTATION)
+    return record, ""
+
+
+def cordon_owner(node):
+    """Who set ``spec.unschedulable`` by the Node's managedFields (the last writer owns it), or None when
+    the Node carries no managedFields entry for it."""
+    owners = [m.get("manager") for m in (node.get("metadata") or {}).get("managedFields") or []
+              if "f:unschedulable" in ((m.get("fieldsV1") or {}).get("f:spec") or {})]
+    if not owners:
+        return None
+    return FIELD_MANAGER if FIELD_MANAGER in owners else owners[-1]
+
+
+def gpufleet_cordoned(node, record):
+    """True when the cordon on ``node`` is gpufleet's: its (trusted) record says gpufleet cordoned it, and
+    no one else has written ``spec.unschedulable`` since (managedFields)."""
+    if not (record or {}).get("cordoned") or not (node.get("spec") or {}).get("unschedulable"):
+        return False
+    who = cordon_owner(node)
+    return who is None or who == FIELD_MANAGER
 
 
 def has_taint(node, key=TAINT_KEY, effect="NoSchedule"):
@@ -312,13 +380,18 @@ def allowed_in_pool(size, percent):
     return int(math.ceil(size * float(percent) / 100.0)) if size else 0
 
 
-def plan(nodes, pools, platform, metric_findings, policy, nodeclaims=None, gpu_facts=None):
+def plan(nodes, pools, platform, metric_findings, policy, nodeclaims=None, gpu_facts=None, key=None):
     """One entry per GPU node (sorted by name):
-    ``{"name", "pool", "findings", "state", "decision", "held_because", "steps"}``.
+    ``{"name", "pool", "findings", "state", "decision", "held_because", "steps", "record_ignored"}``.
 
     ``state``: healthy | watch | unhealthy | remediating (unhealthy, already recorded) | recovered
     (healthy, recorded). ``decision``: none | act | continue | held | restore | left_alone.
-    ``steps``: the steps the decision takes, in order (texts for the report)."""
+    ``steps``: the steps the decision takes, in order (texts for the report).
+
+    Only a record whose MAC ``key`` confirms for its Node counts (:func:`trusted_record`); any other is
+    ignored (``record_ignored`` says why) and its node decided as if it had none. The limits and the pools
+    hold for ``continue`` as for ``act``: the nodes already under remediation are decided first, worst
+    first, then the newly unhealthy ones."""
     metric_findings = metric_findings or {}
     pool_min = dict((p["name"], p.get("min_nodes") or 0) for p in pools)
     entries, by_pool = [], {}
@@ -326,9 +399,9 @@ def plan(nodes, pools, platform, metric_findings, policy, nodeclaims=None, gpu_f
         name = node["metadata"]["name"]
         found = allocatable_findings(node) + list(metric_findings.get(name, []))
         pool = node_pool_name(node, pools, platform)
-        if not gpu_capacity(node) and not found and pool is None:
+        record, ignored = trusted_record(node, key)
+        if not gpu_capacity(node) and not found and pool is None and not record:
             continue
-        record = record_of(node)
         verdicts = set(f["verdict"] for f in found)
         if "unhealthy" in verdicts:
             state = "remediating" if record else "unhealthy"
@@ -337,13 +410,14 @@ def plan(nodes, pools, platform, metric_findings, policy, nodeclaims=None, gpu_f
         else:
             state = "watch" if verdicts else "healthy"
         entry = {"name": name, "pool": pool, "findings": found, "state": state, "decision": "none",
-                 "held_because": None, "steps": [], "record": record, "node": node, "host_step": None}
+                 "held_because": None, "steps": [], "record": record, "node": node, "host_step": None,
+                 "record_ignored": ignored or None, "notes": [ignored] if ignored else []}
         entries.append(entry)
         if pool is not None:
             by_pool.setdefault(pool, []).append(entry)
 
-    active = [e for e in entries if e["state"] == "remediating"]
-    total = len(active)
+    # every node under remediation counts against the limits, also one held or outside the pools now
+    total = len([e for e in entries if e["state"] == "remediating"])
     pool_active = dict((p, len([e for e in es if e["state"] == "remediating"])) for p, es in by_pool.items())
     in_service = dict((p, len([e for e in es if schedulable(e["node"])])) for p, es in by_pool.items())
     takes_out = any(a in policy["actions"] for a in ("taint", "cordon", "drain", "replace"))
@@ -352,45 +426,69 @@ def plan(nodes, pools, platform, metric_findings, policy, nodeclaims=None, gpu_f
         return (-max([_SEVERITY.get(f["source"], 0) for f in entry["findings"] if f["verdict"] == "unhealthy"] or [0]),
                 entry["name"])
 
+    def limit(entry, count, active):
+        pool = entry["pool"]
+        size = len(by_pool[pool])
+        allowed = allowed_in_pool(size, policy["max_percent"])
+        minimum = pool_min.get(pool, 0)
+        if count >= policy["max_nodes"]:
+            return ("at most %d node(s) at once in the cluster (gpu_remediation_max_nodes); %d under "
+                    "remediation" % (policy["max_nodes"], count))
+        if active >= allowed:
+            return ("at most %g%% of pool %s at once (gpu_remediation_max_percent): %d of its %d "
+                    "node(s), %d under remediation" % (policy["max_percent"], pool, allowed, size, active))
+        if takes_out and schedulable(entry["node"]) and in_service[pool] - 1 < minimum:
+            return ("pool %s would drop below its minimum of %d schedulable node(s) (min_nodes); "
+                    "%d schedulable now" % (pool, minimum, in_service[pool]))
+        return None
+
+    # the nodes gpufleet already works on: within the limits, as if they were new
+    granted, pool_granted = 0, dict((p, 0) for p in by_pool)
+    for entry in sorted([e for e in entries if e["state"] == "remediating"], key=rank):
+        pool = entry["pool"]
+        if pool is None:
+            entry["decision"] = "left_alone"
+            entry["held_because"] = ("not in any gpufleet pool (gpufleet_gpu_pools) any more: left alone as it is "
+                                     "(its taint and cordon stay; undo them by hand, docs/remediation.md)")
+            continue
+        entry["held_because"] = limit(entry, granted, pool_granted[pool])
+        if entry["held_because"]:
+            entry["decision"] = "held"
+            continue
+        entry["decision"] = "continue"
+        granted += 1
+        pool_granted[pool] += 1
+        if schedulable(entry["node"]) and takes_out:
+            in_service[pool] -= 1
+
     for entry in sorted([e for e in entries if e["state"] == "unhealthy"], key=rank):
         pool = entry["pool"]
         if pool is None:
             entry["decision"] = "left_alone"
             entry["held_because"] = "not in any gpufleet pool (gpufleet_gpu_pools): left alone"
             continue
-        size = len(by_pool[pool])
-        allowed = allowed_in_pool(size, policy["max_percent"])
-        minimum = pool_min.get(pool, 0)
-        counts = schedulable(entry["node"])
-        if total >= policy["max_nodes"]:
-            entry["held_because"] = ("at most %d node(s) at once in the cluster (gpu_remediation_max_nodes); %d under "
-                                     "remediation" % (policy["max_nodes"], total))
-        elif pool_active[pool] >= allowed:
-            entry["held_because"] = ("at most %g%% of pool %s at once (gpu_remediation_max_percent): %d of its %d "
-                                     "node(s), %d under remediation"
-                                     % (policy["max_percent"], pool, allowed, size, pool_active[pool]))
-        elif takes_out and counts and in_service[pool] - 1 < minimum:
-            entry["held_because"] = ("pool %s would drop below its minimum of %d schedulable node(s) (min_nodes); "
-                                     "%d schedulable now" % (pool, minimum, in_service[pool]))
+        entry["held_because"] = limit(entry, total, pool_active[pool])
         if entry["held_because"]:
             entry["decision"] = "held"
             continue
         entry["decision"] = "act"
         total += 1
         pool_active[pool] += 1
-        if counts and takes_out:
+        if schedulable(entry["node"]) and takes_out:
             in_service[pool] -= 1
 
     for entry in entries:
-        if entry["state"] == "remediating":
-            entry["decision"] = "continue"
-        elif entry["state"] == "recovered":
+        if entry["state"] == "recovered":
             entry["decision"] = "restore" if policy["restore"] else "none"
         if entry["decision"] in ("act", "continue"):
             entry["host_step"] = host_step(entry, policy, platform, gpu_facts)
             entry["steps"] = action_steps(entry, policy, platform, nodeclaims)
         elif entry["decision"] == "restore":
             entry["steps"] = restore_steps(entry)
+            node = entry["node"]
+            if (node.get("spec") or {}).get("unschedulable") and not gpufleet_cordoned(node, entry["record"]):
+                entry["notes"].append("the cordon stays: %s set it, not gpufleet" % (
+                    cordon_owner(node) if entry["record"].get("cordoned") and cordon_owner(node) else "someone else"))
     return entries
 
 
@@ -419,7 +517,7 @@ def restore_steps(entry):
     steps = []
     if record.get("tainted") and has_taint(node):
         steps.append("remove taint %s:NoSchedule" % TAINT_KEY)
-    if record.get("cordoned") and (node.get("spec") or {}).get("unschedulable"):
+    if gpufleet_cordoned(node, record):
         steps.append("uncordon")
     steps.append("remove annotation %s" % RECORD_ANNOTATION)
     return steps

@@ -7,7 +7,10 @@ The unhealthy taint and the cordon are owned through the Node's record annotatio
 ``gpufleet.io/gpu-remediation`` (JSON: since, reasons, tainted, cordoned, replaced), as gpufleet owns its
 other taints through ``gpufleet.io/owned``: only what the record says gpufleet did is ever undone, so a
 ``gpufleet.io/gpu-unhealthy`` taint or a cordon someone else set stays. The taint is not written into
-``gpufleet.io/owned``, so the pools stage (which converges that record) never lifts it.
+``gpufleet.io/owned``, so the pools stage (which converges that record) never lifts it. The record is signed
+(remediation.signed: HMAC-SHA256 keyed by the Secret gpufleet-system/gpufleet-remediation-key, remediation_key);
+one without gpufleet's MAC for its Node is never read as gpufleet's, and a cordon someone else wrote after
+gpufleet's (managedFields) is never lifted.
 Every write is a JSON merge patch carrying the ``resourceVersion`` it was computed from; on 409 Conflict
 the Node is read again and the patch computed again.
 
@@ -19,26 +22,38 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import json
+import os
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.drain import DrainError, drain
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.node_ownership import Conflict
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.remediation import (
-    RECORD_ANNOTATION, TAINT, TAINT_KEY, has_taint, reasons, record_of, replace_step)
+    MAC_KEY, RECORD_ANNOTATION, RECORD_KEY_NAMESPACE, RECORD_KEY_SECRET, TAINT, TAINT_KEY, gpufleet_cordoned,
+    has_taint, reasons, replace_step, signed, trusted_record)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.remediation_host import record_host_steps
 
 RETRIES = 5
+KEY_FIELD = "key"
 
 
 def _dump(record):
     return json.dumps(record, sort_keys=True, separators=(",", ":"))
 
 
-def act_patch(node, entry, actions, now):
+def _signed_dump(record, node, key):
+    return _dump(signed(record, node, key))
+
+
+def act_patch(node, entry, actions, now, key):
     """The merge patch that records why, taints and cordons (what the policy's actions ask and the Node
-    lacks); None when the Node already is so."""
+    lacks); None when the Node already is so. The record is signed with ``key`` for this Node; a record
+    already there counts only when its MAC is gpufleet's (remediation.trusted_record): a forged one is
+    replaced, and nothing it claims (a cordon, a taint, host steps) is carried over."""
     meta, spec = node.get("metadata") or {}, node.get("spec") or {}
-    old = record_of(node) or {}
+    old = dict(trusted_record(node, key)[0] or {})
+    old.pop(MAC_KEY, None)
+    stale = record_present(node) and not old
     record = {"since": old.get("since") or now, "reasons": reasons(entry), "by": "gpufleet remediate.yml",
               "tainted": bool(old.get("tainted")), "cordoned": bool(old.get("cordoned")),
               "replaced": old.get("replaced") or ""}
@@ -51,27 +66,65 @@ def act_patch(node, entry, actions, now):
     if "cordon" in actions and not spec.get("unschedulable"):
         patch.setdefault("spec", {})["unschedulable"] = True
         record["cordoned"] = True
-    if record != old:
-        patch["metadata"] = {"annotations": {RECORD_ANNOTATION: _dump(record)}}
+    if record != old or stale:
+        patch["metadata"] = {"annotations": {RECORD_ANNOTATION: _signed_dump(record, node, key)}}
     if not patch:
         return None
     patch.setdefault("metadata", {})["resourceVersion"] = meta.get("resourceVersion")
     return patch
 
 
-def restore_patch(node):
-    """Undo what the record says gpufleet did (its taint, its cordon) and drop the record."""
+def record_present(node):
+    return bool(((node.get("metadata") or {}).get("annotations") or {}).get(RECORD_ANNOTATION))
+
+
+def restore_patch(node, key):
+    """Undo what the record (only one gpufleet signed for this Node) says gpufleet did - its taint, its cordon
+    when no one else has set the cordon since - and drop the record."""
     meta, spec = node.get("metadata") or {}, node.get("spec") or {}
-    record = record_of(node)
+    record = trusted_record(node, key)[0]
     if record is None:
         return None
     patch = {"metadata": {"annotations": {RECORD_ANNOTATION: None}, "resourceVersion": meta.get("resourceVersion")}}
     if record.get("tainted") and has_taint(node):
         left = [t for t in spec.get("taints") or [] if not (t.get("key") == TAINT_KEY and t.get("effect") == "NoSchedule")]
         patch["spec"] = {"taints": left or None}
-    if record.get("cordoned") and spec.get("unschedulable"):
+    if gpufleet_cordoned(node, record):
         patch.setdefault("spec", {})["unschedulable"] = None
     return patch
+
+
+def remediation_key(api, create):
+    """The records' MAC key (bytes) from the Secret RECORD_KEY_SECRET in RECORD_KEY_NAMESPACE (gpufleet-system,
+    where gpufleet keeps its other records); None when there is none and ``create`` is false (a dry run: no
+    record can be gpufleet's then). With ``create`` the Secret is made with 32 random bytes (its namespace too
+    when missing); a Secret another run created in between is read. ``api``: ``read_secret(namespace, name)``
+    (None on 404), ``create_namespace(body)``, ``create_secret(namespace, body)`` (False on 409)."""
+    for _attempt in range(2):
+        secret = api.read_secret(RECORD_KEY_NAMESPACE, RECORD_KEY_SECRET)
+        if secret is not None:
+            try:
+                key = base64.b64decode(((secret.get("data") or {}).get(KEY_FIELD) or "").encode("ascii"))
+            except (TypeError, ValueError):
+                key = b""
+            if len(key) < 32:
+                raise RuntimeError("Secret %s/%s holds no usable remediation key (data.%s: 32 bytes or more, "
+                                   "base64); delete it and run again: gpufleet creates a new one, and the records "
+                                   "signed with the old key are then ignored" % (
+                                       RECORD_KEY_NAMESPACE, RECORD_KEY_SECRET, KEY_FIELD))
+            return key
+        if not create:
+            return None
+        api.create_namespace({"apiVersion": "v1", "kind": "Namespace",
+                              "metadata": {"name": RECORD_KEY_NAMESPACE,
+                                           "labels": {"app.kubernetes.io/managed-by": "gpufleet"}}})
+        body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                "metadata": {"name": RECORD_KEY_SECRET, "namespace": RECORD_KEY_NAMESPACE,
+                             "labels": {"app.kubernetes.io/managed-by": "gpufleet"}},
+                "data": {KEY_FIELD: base64.b64encode(os.urandom(32)).decode("ascii")}}
+        if api.create_secret(RECORD_KEY_NAMESPACE, body) is not False:
+            return base64.b64decode(body["data"][KEY_FIELD])
+    raise RuntimeError("Secret %s/%s could not be read or created" % (RECORD_KEY_NAMESPACE, RECORD_KEY_SECRET))
 
 
 def _write(api, name, compute):
@@ -97,11 +150,12 @@ def _drain_message(msg):
             .replace("gpufleet_upgrade_drain_timeout", "gpu_remediation_drain_timeout"))
 
 
-def execute(api, entries, policy, platform, nodeclaims, now, check_mode=False, drain_poll=5.0):
+def execute(api, entries, policy, platform, nodeclaims, now, check_mode=False, drain_poll=5.0, key=None):
     """Carry out the decisions; every entry gets ``done`` (steps that changed something, or would in
     check mode / dry run) and ``errors``. One node's failure does not stop the others. A drained node whose
     host step (remediation.host_step) is to be done gets ``host_action`` ({"step", "gpus", "fallback"}): the
-    play on the host does it, and record_host_results writes what happened."""
+    play on the host does it, and record_host_results writes what happened. ``key``: the records' MAC key
+    (needed unless a dry run)."""
     dry = check_mode or policy["dry_run"]
     actions = policy["actions"]
     for entry in entries:
@@ -114,14 +168,14 @@ def execute(api, entries, policy, platform, nodeclaims, now, check_mode=False, d
             if entry["decision"] == "restore":
                 if dry:
                     entry["done"] = list(entry["steps"])
-                elif _write(api, name, restore_patch):
+                elif _write(api, name, lambda node: restore_patch(node, key)):
                     entry["done"] = list(entry["steps"])
                 continue
             if dry:
                 info = host["text"] if host and not host["step"] else None
                 entry["done"] = [s for s in entry["steps"] if s != info and not s.startswith(("planned only", "left to GKE"))]
                 continue
-            if _write(api, name, lambda node: act_patch(node, entry, actions, now)):
+            if _write(api, name, lambda node: act_patch(node, entry, actions, now, key)):
                 entry["done"] += [s for s in entry["steps"] if s.startswith(("record why", "taint ", "cordon"))]
             if "drain" in actions:
                 result = drain(api, name, ignore_daemonsets=True, delete_emptydir_data=policy["delete_emptydir_data"],
@@ -138,11 +192,11 @@ def execute(api, entries, policy, platform, nodeclaims, now, check_mode=False, d
                         entry["done"].append(text)
 
                     def mark(node, claim=claim):
-                        record = record_of(node) or {}
+                        record = dict(trusted_record(node, key)[0] or {})
                         if record.get("replaced") == claim:
                             return None
                         record["replaced"] = claim
-                        return {"metadata": {"annotations": {RECORD_ANNOTATION: _dump(record)},
+                        return {"metadata": {"annotations": {RECORD_ANNOTATION: _signed_dump(record, node, key)},
                                              "resourceVersion": node["metadata"].get("resourceVersion")}}
                     _write(api, name, mark)
         except DrainError as exc:
@@ -152,7 +206,7 @@ def execute(api, entries, policy, platform, nodeclaims, now, check_mode=False, d
     return entries
 
 
-def record_host_results(api, nodes, results, now, plugin_selector=None):
+def record_host_results(api, nodes, results, now, plugin_selector=None, key=None):
     """Write what the host plays did (``results``: {Node name: [{"step", "ok", "message", "gpus"}]}) into each
     Node's record and into the report's ``nodes`` (their ``done`` and ``errors``). After a successful reset
     the device plugin's pods on the node (``plugin_selector``) are deleted so that their DaemonSet starts them
@@ -168,7 +222,7 @@ def record_host_results(api, nodes, results, now, plugin_selector=None):
                                     "findings": [], "steps": [], "done": [], "errors": []}
             nodes.append(node)
         try:
-            if _write(api, name, lambda obj, steps=steps: _host_patch(obj, steps, now)):
+            if _write(api, name, lambda obj, steps=steps: _host_patch(obj, steps, now, key)):
                 changed = True
             for i, step in enumerate(steps):
                 text = "%s: %s" % (step["step"], step.get("message") or ("done" if step["ok"] else "failed"))
@@ -194,12 +248,12 @@ def record_host_results(api, nodes, results, now, plugin_selector=None):
     return changed
 
 
-def _host_patch(node, steps, now):
-    record = record_of(node)
-    if record is None:   # the record is gone (someone restored the node by hand): nothing to add to
+def _host_patch(node, steps, now, key):
+    record = trusted_record(node, key)[0]
+    if record is None:   # the record is gone (someone restored the node by hand) or not gpufleet's: nothing to add to
         return None
     new = record_host_steps(record, steps, now)
-    return {"metadata": {"annotations": {RECORD_ANNOTATION: _dump(new)},
+    return {"metadata": {"annotations": {RECORD_ANNOTATION: _signed_dump(new, node, key)},
                          "resourceVersion": node["metadata"].get("resourceVersion")}}
 
 
@@ -216,7 +270,7 @@ def report(entries, policy, platform, cluster, check_mode=False):
                       "done": e.get("done", []), "errors": e.get("errors", []),
                       "since": (e["record"] or {}).get("since"),
                       "host_steps_before": (e["record"] or {}).get("host_steps") or [],
-                      "host_action": e.get("host_action")})
+                      "host_action": e.get("host_action"), "notes": e.get("notes") or []})
     counts = {}
     for n in nodes:
         counts[n["decision"]] = counts.get(n["decision"], 0) + 1
@@ -236,6 +290,8 @@ def markdown(rep):
     for n in rep["nodes"]:
         why = "; ".join(f["why"] + ("" if f["verdict"] == "unhealthy" else " (%s)" % f["verdict"]) for f in n["findings"])
         steps = n["held_because"] or "; ".join(n["done"] or n["steps"]) or "-"
+        if n.get("notes"):
+            steps += " (%s)" % "; ".join(n["notes"])
         if n["errors"]:
             steps += " **failed:** " + "; ".join(n["errors"])
         lines.append("| %s | %s | %s | %s | %s | %s |" % (n["name"], n["pool"] or "-", n["state"], n["decision"],

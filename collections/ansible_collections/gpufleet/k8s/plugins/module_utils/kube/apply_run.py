@@ -299,7 +299,10 @@ def run_tree(server, component, objects, state="present", check_mode=False, diff
             candidates = [c for c in tree.prune_candidates(listed, keep, set_id)
                           if tree.group_kind(c) != ("", "Namespace")
                           or (c.get("metadata") or {}).get("name") != parent_namespace]
-            doomed = namespace_ownership.prunable(candidates, component, server.get)
+            kept_notes = []
+            doomed = namespace_ownership.prunable(candidates, component, server.get, kept_notes)
+            if kept_notes:
+                out.setdefault("warnings", []).extend(kept_notes)
             pruned = job.delete(doomed)
             problem = apply_problem(pruned, component + " (prune)")
             if problem:

@@ -38,6 +38,16 @@ deleted with ``<role>_state: absent``, it takes everything there with it. So:
      (older versions) has exactly that; one created by anyone else carries its creator's entry (the API
      server records who set ``kubernetes.io/metadata.name`` at creation), even after gpufleet relabelled it.
 
+A namespace gpufleet created is still not gpufleet's to delete while it holds objects gpufleet did not create
+(:func:`foreign_objects`, read before the delete and before an ApplySet prune would delete it): a user's ConfigMap
+in ``gpufleet-monitoring`` would go with it. Such a namespace is kept, and the warning names what is in it (kind/name,
+the first FOREIGN_LISTED). Not counted as someone else's: objects labelled ``app.kubernetes.io/managed-by:
+gpufleet``, the objects being deleted, objects with an owner (Pods of a DaemonSet, ReplicaSets, EndpointSlices:
+their owner is judged), what Kubernetes and OpenShift put in every namespace (ServiceAccount ``default``, ConfigMap
+``kube-root-ca.crt``, service-account token Secrets, ...), Events, Endpoints and Leases (made by controllers and
+the pods running there), objects OLM made for gpufleet's Subscription (label ``operators.coreos.com/...``), and
+the metrics.k8s.io group (a view of the pods). A resource that cannot be listed keeps the namespace too, named.
+
 The namespaced objects of a namespace that is kept are applied and deleted as always. The read and the
 apply are two requests: a Namespace someone creates in between is applied over as gpufleet's (a window of
 milliseconds within one run).
@@ -68,6 +78,20 @@ NAMESPACE_VARS = ("nvidia_device_plugin_namespace", "dcgm_exporter_namespace", "
                   "gpu_monitoring_namespace", "gpu_validate_namespace")
 
 NEW, OURS, LEGACY, OTHER, FOREIGN = "new", "ours", "legacy", "other component", "foreign"
+
+# what a namespace holds that does not make it someone else's (see the module's docstring)
+FOREIGN_LISTED = 10
+DERIVED_KINDS = frozenset([("", "Event"), ("events.k8s.io", "Event"), ("", "Endpoints"),
+                           ("discovery.k8s.io", "EndpointSlice"), ("coordination.k8s.io", "Lease")])
+SKIPPED_GROUPS = ("metrics.k8s.io",)
+DEFAULT_OBJECTS = frozenset([("", "ServiceAccount", "default"), ("", "ConfigMap", "kube-root-ca.crt"),
+                             # OpenShift, in every project
+                             ("", "ConfigMap", "openshift-service-ca.crt"), ("", "ServiceAccount", "builder"),
+                             ("", "ServiceAccount", "deployer"),
+                             ("rbac.authorization.k8s.io", "RoleBinding", "system:deployers"),
+                             ("rbac.authorization.k8s.io", "RoleBinding", "system:image-builders"),
+                             ("rbac.authorization.k8s.io", "RoleBinding", "system:image-pullers")])
+DERIVED_SECRET_TYPES = ("kubernetes.io/service-account-token", "kubernetes.io/dockercfg")
 
 
 def reserved_reason(name):
@@ -132,10 +156,94 @@ def needed_labels(obj, live):
                 if not k.startswith("app.kubernetes.io/") and have.get(k) != v)
 
 
-def decide(objects, lives, component, state, users=None):
+def _group(api_version):
+    return api_version.split("/")[0] if "/" in (api_version or "") else ""
+
+
+def gpufleets(obj, group, kind, rendered=()):
+    """Whether the live namespaced object ``obj`` (of API ``group`` and ``kind``) counts as gpufleet's, or as made
+    by Kubernetes for what is there, when deciding whether its namespace may be deleted. ``rendered``: the
+    (kind, name) of the objects being deleted with it."""
+    meta = obj.get("metadata") or {}
+    name = meta.get("name") or ""
+    labels = meta.get("labels") or {}
+    if labels.get(MANAGED_BY_KEY) == FIELD_MANAGER or (kind, name) in rendered:
+        return True
+    if meta.get("ownerReferences") or (group, kind) in DERIVED_KINDS or (group, kind, name) in DEFAULT_OBJECTS:
+        return True
+    if group == "" and kind == "Secret" and obj.get("type") in DERIVED_SECRET_TYPES \
+            and (meta.get("annotations") or {}).get("kubernetes.io/service-account.name"):
+        return True
+    return any(k.startswith("operators.coreos.com/") for k in labels)
+
+
+def namespaced_resources(get):
+    """[(group, path prefix, plural, kind)] of every listable namespaced resource the server serves (preferred
+    versions), and the discovery documents that could not be read ([text])."""
+    out, problems = [], []
+    docs = [("", "/api/v1")]
+    groups = get("/apis") or {}
+    for group in groups.get("groups") or []:
+        if group.get("name") in SKIPPED_GROUPS:
+            continue
+        version = (group.get("preferredVersion") or {}).get("groupVersion")
+        if version:
+            docs.append((group["name"], "/apis/%s" % version))
+    for group, prefix in docs:
+        try:
+            found = get(prefix) or {}
+        except Exception as exc:  # an aggregated API that is down: that group cannot be checked
+            problems.append("%s (%s)" % (prefix, exc))
+            continue
+        for res in found.get("resources") or []:
+            if "/" in res.get("name", "") or not res.get("namespaced") or "list" not in (res.get("verbs") or []):
+                continue
+            if (group, res.get("kind")) in DERIVED_KINDS:
+                continue
+            out.append((group, prefix, res["name"], res["kind"]))
+    return out, problems
+
+
+def foreign_objects(get, namespace, rendered=()):
+    """The objects in ``namespace`` gpufleet did not create (:func:`gpufleets`), as sorted ``Kind/name`` texts,
+    and resources that could not be listed (``resource (error)`` texts; the namespace is kept for them too).
+    ``rendered``: (kind, name) of the objects deleted together with it."""
+    resources, problems = namespaced_resources(get)
+    found = []
+    for group, prefix, plural, kind in resources:
+        try:
+            listed = get("%s/namespaces/%s/%s" % (prefix, namespace, plural)) or {}
+        except Exception as exc:  # forbidden, or an API that fails: not known to be empty
+            problems.append("%s (%s)" % (plural if not group else "%s.%s" % (plural, group), exc))
+            continue
+        for item in listed.get("items") or []:
+            if not gpufleets(item, group, kind, rendered):
+                found.append("%s/%s" % (kind, (item.get("metadata") or {}).get("name")))
+    return sorted(found), problems
+
+
+def contents_note(name, contents, component):
+    """The warning for a namespace gpufleet created that is kept because of ``contents``
+    (:func:`foreign_objects`' answer)."""
+    found, problems = contents
+    parts = []
+    if found:
+        listed = ", ".join(found[:FOREIGN_LISTED])
+        if len(found) > FOREIGN_LISTED:
+            listed += " and %d more" % (len(found) - FOREIGN_LISTED)
+        parts.append("it holds objects gpufleet did not create: %s" % listed)
+    if problems:
+        parts.append("what it holds could not all be read (%s)" % "; ".join(problems[:3]))
+    return ("Namespace %s is kept although gpufleet created it: %s. Only %s's objects there are removed; delete "
+            "the namespace yourself once those can go (kubectl delete namespace %s)"
+            % (name, "; ".join(parts), component, name))
+
+
+def decide(objects, lives, component, state, users=None, contents=None):
     """(objects to apply or delete, warnings) for one component's ``objects``; ``lives`` maps each rendered
     Namespace's name to its live object (None: absent). ``users`` ({component: namespaces its ApplySet records},
     see :func:`namespace_users`; None: not known) keeps a gpufleet namespace that another component still uses.
+    ``contents`` ({name: :func:`foreign_objects`' answer}) keeps one that holds objects gpufleet did not create.
     Objects other than Namespaces pass unchanged."""
     out, notes = [], []
     for obj in objects:
@@ -172,6 +280,8 @@ def decide(objects, lives, component, state, users=None):
         elif status == OTHER and users is None:
             notes.append("Namespace %s is kept with everything else in it: gpufleet's %s created it; only %s's "
                          "objects there are removed" % (name, creator, component))
+        elif any((contents or {}).get(name) or ()):
+            notes.append(contents_note(name, contents[name], component))
         else:
             out.append(obj)
             how = ("annotation %s: %s" % (CREATED_BY, creator)) if status == OURS else \
@@ -201,10 +311,15 @@ def guard(get, component, objects, state):
     (objects, warnings)."""
     names = sorted(set(_name(o) for o in objects if _is_namespace(o)))
     lives = dict((name, get("/api/v1/namespaces/%s" % name)) for name in names)
-    users = None
-    if state == "absent" and any(owner(live, component)[0] in (OURS, LEGACY, OTHER) for live in lives.values()):
+    users, contents = None, {}
+    deletable = [n for n in names if owner(lives[n], component)[0] in (OURS, LEGACY, OTHER)]
+    if state == "absent" and deletable:
         users = _read_users(get)
-    return decide(objects, lives, component, state, users)
+        used = set(n for c, spaces in users.items() if c != component for n in spaces)
+        rendered = set((o.get("kind"), _name(o)) for o in objects)
+        # only a namespace that would be deleted is listed (every resource kind in it: many reads)
+        contents = dict((n, foreign_objects(get, n, rendered)) for n in deletable if n not in used)
+    return decide(objects, lives, component, state, users, contents)
 
 
 def _read_users(get):
@@ -229,10 +344,22 @@ def transient_problem(var, live, component):
             "(kubectl delete namespace %s). Nothing was changed on the cluster." % (var, name, who, name))
 
 
-def prunable(candidates, component, get=None):
+def prunable(candidates, component, get=None, notes=None):
     """The prune candidates (live objects) without the Namespaces this component may not delete: ones it did
-    not create, and (read with ``get`` when given) ones another component's ApplySet still records objects in."""
+    not create, and (read with ``get`` when given) ones another component's ApplySet still records objects in,
+    or that hold objects gpufleet did not create (:func:`foreign_objects`; the warning for each goes to ``notes``)."""
     mine = [c for c in candidates if _is_namespace(c) and owner(c, component)[0] in (OURS, LEGACY)]
     users = _read_users(get) if mine and get else {}
     used = set(n for c, spaces in users.items() if c != component for n in spaces)
-    return [c for c in candidates if not _is_namespace(c) or (any(c is m for m in mine) and _name(c) not in used)]
+    mine = [m for m in mine if _name(m) not in used]
+    if mine and get:
+        rendered = set((c.get("kind"), _name(c)) for c in candidates)
+        kept = []
+        for m in mine:
+            contents = foreign_objects(get, _name(m), rendered)
+            if any(contents):
+                kept.append(m)
+                if notes is not None:
+                    notes.append(contents_note(_name(m), contents, component))
+        mine = [m for m in mine if not any(m is k for k in kept)]
+    return [c for c in candidates if not _is_namespace(c) or any(c is m for m in mine)]

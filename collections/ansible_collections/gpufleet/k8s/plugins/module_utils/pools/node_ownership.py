@@ -13,8 +13,10 @@ and writes it with a JSON merge patch that carries the ``resourceVersion`` it re
 refuses the write with 409 Conflict if anyone changed the Node in between, and gpufleet reads again.
 
 What gpufleet owns is recorded on the Node itself, in the annotation ``gpufleet.io/owned``
-(``{"labels": {key: value}, "taints": ["key:effect"]}``). Only what is recorded there is ever
-removed: when a pool's taints change, when a host leaves the inventory, or with
+(``{"labels": {key: value}, "taints": ["key:effect"]}``), and only what gpufleet itself wrote: a label or
+taint that is already on the Node exactly as a pool wants it (set by hand, or by another tool, before
+gpufleet's first write) stays its setter's, is not recorded and is never removed by gpufleet (the run notes
+it). Only what is recorded there is ever removed: when a pool's taints change, when a host leaves the inventory, or with
 ``gpu_pools_state: absent``. When gpufleet owns nothing on a Node any more the annotation goes too, so
 a full removal leaves nothing of gpufleet's behind. Nodes labelled by gpufleet versions that used
 server-side apply carry no annotation; their ownership is read from ``metadata.managedFields``
@@ -163,8 +165,21 @@ def plan_node(node, labels, taints, force=False):
             new_taints.append(taint)
     new_taints.extend(t for t in want_taints if taint_id(t) not in placed)
 
+    # gpufleet owns what it owned already and what it writes now; a wanted label or taint that is already
+    # there as wanted and not gpufleet's stays its setter's (a user's hand-set taint is never deleted by absent)
+    own_labels = dict((k, v) for k, v in want_labels.items() if k in mine["labels"] or cur_labels.get(k) != v)
+    own_taints = [t for t in want_taints
+                  if taint_id(t) in mine["taints"] or not any(_same_taint(c, t) for c in cur_taints)]
+    for key in sorted(set(want_labels) - set(own_labels)):
+        notes.append("Node %s: label %s=%s was there before gpufleet set it: it stays yours (not recorded as "
+                     "gpufleet's, not removed by gpufleet)" % (name, key, want_labels[key]))
+    for taint in want_taints:
+        if not any(taint is t for t in own_taints):
+            notes.append("Node %s: taint %s=%s:%s was there before gpufleet set it: it stays yours (not recorded "
+                         "as gpufleet's, not removed by gpufleet)"
+                         % (name, taint.get("key"), taint.get("value") or "", taint.get("effect")))
     cur_record = (meta.get("annotations") or {}).get(OWNED_ANNOTATION)
-    new_record = record(want_labels, want_taints, node)
+    new_record = record(own_labels, own_taints, node)
 
     patch_meta = {}
     label_patch = {k: v for k, v in new_labels.items() if cur_labels.get(k) != v}
