@@ -52,10 +52,13 @@ def prom(tmp_path_factory):
         yield url
 
 
+KEY = b"k" * 32   # the records' MAC key (the Secret gpufleet-system/gpufleet-remediation-key)
+
+
 def node(name, record=None):
-    ann = {rem.RECORD_ANNOTATION: json.dumps(record)} if record else {}
-    return {"metadata": {"name": name, "labels": {"gpufleet.io/pool": "train"}, "annotations": ann,
-                         "resourceVersion": "1"},
+    meta = {"name": name, "uid": "uid-" + name}
+    ann = {rem.RECORD_ANNOTATION: json.dumps(rem.signed(record, {"metadata": meta}, KEY))} if record else {}
+    return {"metadata": dict(meta, labels={"gpufleet.io/pool": "train"}, annotations=ann, resourceVersion="1"),
             "spec": {"taints": [rem.TAINT] if record else [], **({"unschedulable": True} if record else {})},
             "status": {"capacity": {"nvidia.com/gpu": "1"}, "allocatable": {"nvidia.com/gpu": "1"}}}
 
@@ -70,7 +73,7 @@ def test_remediation_evidence_from_every_exporter_version(prom):
     # gpu-h4 was taken out by an earlier run and still shows XID 79: kept out, not restored
     nodes = [node("gpu-h4", record={"tainted": True, "cordoned": True})] + [node(n) for n in ("gpu-h1", "gpu-h3")]
     pools = [{"name": "train", "min_nodes": 1}]
-    decided = rem.plan(nodes, pools, "kubeadm", found, rem.validate_policy({"dry_run": False}))
+    decided = rem.plan(nodes, pools, "kubeadm", found, rem.validate_policy({"dry_run": False}), key=KEY)
     plan = dict((e["name"], e["decision"]) for e in decided)
     assert plan["gpu-h4"] == "continue"
 

@@ -11,6 +11,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.model import dra
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import addons, dra_driver
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet import mirror_manifest, mirror_scripts
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core import versions
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core import gpu_catalog
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.device_plugin import device_plugin_objects
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
@@ -63,7 +64,7 @@ def test_the_largest_min_memory_gb_preflight_allows_is_what_the_driver_publishes
     """The catalogue's dra_memory_mib is what the driver's ResourceSlice says (NVML, in MiB): the largest value
     preflight accepts renders a CEL quantity every such GPU reaches, one more is refused."""
     mib = GPU_TYPES[gpu_type]["dra_memory_mib"]
-    most = dra.published_memory_gib(gpu_type)
+    most = gpu_catalog.published_memory_gib(gpu_type)
     assert most * 1024 <= mib < (most + 1) * 1024 and most < GPU_TYPES[gpu_type]["memory_gib"] + 1
     pool = dict(DRA, gpu_type=gpu_type, gpus_per_node=1)
     assert dra_errors([dict(pool, dra={"min_memory_gb": most})], gpufleet_kubernetes_version="1.34") == []

@@ -5,7 +5,8 @@ import re
 from html.parser import HTMLParser
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report import (
-    build_report, parse_utilisation, pod_gpu_requests, render_files)
+    build_report, parse_utilisation, pod_gpu_requests)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report_render import render_files
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pools
 
 FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "report")

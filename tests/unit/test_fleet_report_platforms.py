@@ -8,7 +8,8 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report import (
-    build_report, render_files, utilisation_query)
+    build_report, utilisation_query)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report_render import render_files
 from report_fixtures import FIX, live, plan_of
 
 

@@ -3,7 +3,8 @@ scripts/harness-setup.sh): the DOM after rendering holds the numbers, and the sc
 charts (their bar colours are on the picture). Report data: the recorded EKS and MIG answers."""
 import pytest
 
-from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report import build_report, render_files
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report import build_report
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report_render import render_files
 from browser import chromium, png_pixels
 from report_fixtures import live, plan_of
 

@@ -117,7 +117,8 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
-from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report import build_report, render_files
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report import build_report
+from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.fleet_report_render import render_files
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.files import sync_files
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.yaml_support import require_yaml
 

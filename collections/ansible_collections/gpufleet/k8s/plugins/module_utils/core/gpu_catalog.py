@@ -165,3 +165,10 @@ MULTI_NODE_NVLINK = ("gb200",)
 
 def gpu_type_names():
     return sorted(GPU_TYPES)
+
+
+def published_memory_gib(gpu_type):
+    """The largest whole GiB the DRA driver's ``memory`` capacity of a ``gpu_type`` GPU reaches (dra_memory_mib:
+    what NVML reports, less than the marketed size), or None for a type the catalogue lacks."""
+    mib = (GPU_TYPES.get(gpu_type) or {}).get("dra_memory_mib")
+    return mib // 1024 if mib else None

@@ -19,6 +19,7 @@ import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError, Problems, kind_of, one_of
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.input_text import walk_errors
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.yaml_support import yaml
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import PLATFORMS
 
 STAGES = ("preflight", "provision", "nodes", "cluster", "validate", "report", "site", "remediate", "upgrade_driver")
@@ -344,8 +345,6 @@ def _tagged(loader, suffix, node):
 
 def _loader():
     """A SafeLoader that reads Ansible's tags (``!vault``, ``!unsafe``) as None instead of failing."""
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.core.yaml_support import yaml
-
     loader = type("InventoryLoader", (yaml.SafeLoader,), {})
     loader.add_multi_constructor("!", _tagged)
     return loader
@@ -365,8 +364,6 @@ def _group_vars_files(folder):
 
 def fleet_vars(folder):
     """The group_vars/all variables of the inventory ``folder`` (later files win), or {}."""
-    from ansible_collections.gpufleet.k8s.plugins.module_utils.core.yaml_support import yaml
-
     merged = {}
     for path in _group_vars_files(folder):
         with open(path) as handle:

@@ -18,8 +18,10 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.remediation imp
 def check(params, plan, problems):
     """Preflight: the gpu_remediation_* policy inputs that are set, checked against the platform."""
     extra = params.get("extra") or {}
+    # the Prometheus URL has its own check with the access settings (remediation_metrics.check)
     raw = dict((key[len(PREFIX):], value) for key, value in extra.items()
-               if key.startswith(PREFIX) and key[len(PREFIX):] in POLICY_DEFAULTS)
+               if key.startswith(PREFIX) and key[len(PREFIX):] in POLICY_DEFAULTS
+               and key[len(PREFIX):] != "prometheus_url")
     if not raw:
         return
     try:

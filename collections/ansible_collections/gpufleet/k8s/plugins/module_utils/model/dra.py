@@ -30,7 +30,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError, kind_of, one_of
-from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_TYPES, published_memory_gib
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.mig import MIG_PROFILES
 
 ALLOCATIONS = ("device-plugin", "dra")
@@ -158,13 +158,6 @@ def check_pool(var, pool, problems):
         problems.error(var + ".sharing.mig_profile", "is required for a DRA pool with MIG: its claims ask the "
                        "mig.nvidia.com class for that profile; use %s"
                        % (one_of(sorted(profiles)) if profiles else "a MIG profile such as 1g.10gb"))
-
-
-def published_memory_gib(gpu_type):
-    """The largest whole GiB the driver's ``memory`` capacity of a ``gpu_type`` GPU reaches (gpu_catalog
-    dra_memory_mib: what NVML reports, less than the marketed size), or None for a type the catalogue lacks."""
-    mib = (GPU_TYPES.get(gpu_type) or {}).get("dra_memory_mib")
-    return mib // 1024 if mib else None
 
 
 def _check_memory(var, pool, mem, problems):

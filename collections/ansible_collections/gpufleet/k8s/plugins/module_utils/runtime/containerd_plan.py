@@ -14,8 +14,8 @@ import subprocess
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime.containerd_presets import (
     BACKUP_SUFFIX, NVIDIA_RUNTIME_BINARY, check_inputs, resolve_preset)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime.containerd_toml import (
-    parse, plain, plan_containerd, plan_standalone_dropin)
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime.containerd_toml import parse, plain, plan_containerd
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime.containerd_standalone import plan_standalone_dropin
 from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime.containerd_validate import (
     containerd_default, containerd_version)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError

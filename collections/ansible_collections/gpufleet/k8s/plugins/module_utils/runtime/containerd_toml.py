@@ -35,6 +35,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils._vendor.tomlkit.excep
 from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime.containerd_presets import (
     CONFIG_VERSIONS, CRI_PATHS, DEFAULT_RUNTIME_TYPE, MODES, NVIDIA_RUNTIME_BINARY, as_int, builtin_default)
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError, one_of
+from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime.containerd_lines import check_preserved
 
 
 def parse(text, path="config", strict=False):
@@ -48,32 +49,6 @@ def parse(text, path="config", strict=False):
                             "would reformat it; left untouched (mode drop-in edits only one line of it)"
                             % (path, tomlkit.__version__))
     return doc
-
-
-def check_preserved(old, new, path, runtime_name="nvidia",
-                    managed_keys=("default_runtime_name", "enable_cdi", "imports")):
-    """Safety net: every line of ``old`` must still be in ``new``, in order.
-
-    Only lines that assign a key gpufleet manages (and the lines inside the runtime's own
-    tables) may change. Raises GpufleetError otherwise, so that a library quirk can never cost
-    the user a line of their config.
-    """
-    if old is None:
-        return
-    own_header = re.compile(r'^\s*\[.*\.runtimes\.("?)%s\1(\.options)?\]' % re.escape(runtime_name))
-    remaining = iter(new.splitlines())
-    inside_own = False
-    for line in old.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("["):
-            inside_own = bool(own_header.match(line))
-        if inside_own and not stripped.startswith("["):
-            continue
-        if any(stripped.startswith(key) and stripped[len(key):].lstrip().startswith("=") for key in managed_keys):
-            continue
-        if not any(candidate == line for candidate in remaining):
-            raise GpufleetError("%s: refusing to write a version that would change or move the line %r; "
-                                "left untouched" % (path, line))
 
 
 def plain(value):
@@ -452,44 +427,3 @@ def _to_table(value):
     for key, val in tables:
         table[key] = _to_table(val)
     return table
-
-
-def plan_standalone_dropin(kind, dropin_text, dropin_path, runtime_name="nvidia",
-                           binary=NVIDIA_RUNTIME_BINARY, set_as_default=False, enable_cdi=False,
-                           config_version=None):
-    """A drop-in the distribution merges itself (k0s containerd.d, CRI-O crio.conf.d)."""
-    doc = parse(dropin_text, dropin_path) if dropin_text is not None else None
-    actions = []
-    if kind == "crio":
-        if doc is None:
-            doc = tomlkit.document()
-            doc.add(tomlkit.comment("Managed by gpufleet (containerd_nvidia_runtime): the nvidia runtime for CRI-O."))
-        runtime = _ensure(doc, ("crio", "runtime", "runtimes", runtime_name))
-        if _set(runtime, "runtime_path", binary) | _set(runtime, "runtime_type", "oci"):
-            actions.append("runtime %s" % runtime_name)
-        crio_runtime = doc["crio"]["runtime"]
-        if set_as_default:
-            if _set(crio_runtime, "default_runtime", runtime_name):
-                actions.append("default_runtime = %s" % runtime_name)
-        elif "default_runtime" in crio_runtime and plain(crio_runtime["default_runtime"]) == runtime_name:
-            del crio_runtime["default_runtime"]
-            actions.append("default_runtime removed")
-        if enable_cdi:
-            actions.append("CDI is always on in CRI-O >= 1.28: nothing to set")
-        version = None
-        cri = ["crio", "runtime"]
-    else:
-        version = as_int(config_version) or 2
-        if doc is None or detect_version(doc) != version:
-            doc = tomlkit.document()
-            doc.add(tomlkit.comment("Managed by gpufleet (containerd_nvidia_runtime): the nvidia runtime."))
-            if version > 1:
-                doc["version"] = version
-        # The distribution's own config always has runc; the drop-in only adds nvidia.
-        actions = apply_runtime(doc, version, runtime_name, binary, set_as_default, enable_cdi,
-                                base={"containerd": {"default_runtime_name": "runc",
-                                                     "runtimes": {"runc": {"runtime_type": DEFAULT_RUNTIME_TYPE}}}})
-        cri = list(cri_path(version))
-    new = tomlkit.dumps(doc)
-    files = {dropin_path: (dropin_text, new)} if new != dropin_text else {}
-    return dict(files=files, version=version, cri_path=cri, actions=actions, created_from=None)
