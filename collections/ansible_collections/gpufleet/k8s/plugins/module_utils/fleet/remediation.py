@@ -185,7 +185,7 @@ def validate_policy(raw, platform=None):
                 overrides[int(code)] = verdict
     p["xid_overrides"] = overrides
     if errors:
-        raise GpufleetError("; ".join(errors) + ". Nothing was read or changed.", errors=errors)
+        raise GpufleetError("; ".join(errors) + ". Nothing was changed.", errors=errors)
     return p
 
 
