@@ -8,6 +8,7 @@ would check, and the API server holds no gpufleet object afterwards."""
 import json
 
 from ansible_run import flat, recap, run_site
+from inventories import one_t4_pool
 
 
 def namespaces(cp):
@@ -16,15 +17,7 @@ def namespaces(cp):
 
 def test_check_mode_runs_through_validate_and_creates_nothing(control_plane, tmp_path):
     inv = tmp_path / "inv"
-    (inv / "group_vars" / "all").mkdir(parents=True)
-    (inv / "group_vars" / "all" / "gpufleet.yml").write_text(
-        "gpufleet_platform: kubeadm\ngpufleet_cluster_name: t\ngpufleet_addons_mode: standalone\n"
-        "gpufleet_gpu_pools:\n  - {name: plain, gpu_type: t4, gpus_per_node: 1, node_group: gpu_pool_plain, min_nodes: 1}\n")
-    (inv / "hosts.yml").write_text(
-        "all:\n  children:\n    gpufleet_controller:\n      hosts:\n        localhost:\n"
-        "          ansible_connection: local\n          ansible_python_interpreter: \"{{ ansible_playbook_python }}\"\n"
-        "    gpu_nodes:\n      children:\n        gpu_pool_plain:\n          hosts:\n"
-        "            h1: {gpufleet_node_name: gpu-a1}\n")
+    one_t4_pool(inv)
     control_plane.add_node("gpu-a1", gpu=1, labels={"gpufleet.io/pool": "plain"})
     before = namespaces(control_plane)
     rc, out = run_site(tmp_path / "b", "--skip-tags", "nodes", "--check", "--diff",

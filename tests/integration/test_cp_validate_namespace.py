@@ -8,6 +8,7 @@ deleting it at the end as always. KWOK stands in for the kubelet and completes t
 import pytest
 
 from ansible_run import flat, run_site
+from inventories import one_t4_pool
 
 USER_NS = "team-v"
 
@@ -15,15 +16,7 @@ USER_NS = "team-v"
 @pytest.fixture(scope="module")
 def cluster(control_plane, tmp_path_factory):
     inv = tmp_path_factory.mktemp("validate-ns") / "inv"
-    (inv / "group_vars" / "all").mkdir(parents=True)
-    (inv / "group_vars" / "all" / "gpufleet.yml").write_text(
-        "gpufleet_platform: kubeadm\ngpufleet_cluster_name: t\ngpufleet_addons_mode: standalone\n"
-        "gpufleet_gpu_pools:\n  - {name: plain, gpu_type: t4, gpus_per_node: 1, node_group: gpu_pool_plain, min_nodes: 1}\n")
-    (inv / "hosts.yml").write_text(
-        "all:\n  children:\n    gpufleet_controller:\n      hosts:\n        localhost:\n"
-        "          ansible_connection: local\n          ansible_python_interpreter: \"{{ ansible_playbook_python }}\"\n"
-        "    gpu_nodes:\n      children:\n        gpu_pool_plain:\n          hosts:\n"
-        "            h1: {gpufleet_node_name: gpu-a1}\n")
+    one_t4_pool(inv)
     control_plane.add_node("gpu-a1", gpu=1, labels={"gpufleet.io/pool": "plain"},
                            taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])
     control_plane.add_node("cpu-1")
