@@ -279,8 +279,8 @@ def _shared_build_dirs(entries):
                   and os.path.realpath(o["build_dir"]) == os.path.realpath(entry["build_dir"])]
         if others:
             entry.update(status="failed", message="its run wrote the build folder %s, as did %s; give each cluster "
-                         "its own (gpufleet_build_dir / gpufleet_inventory_name)" % (entry["build_dir"],
-                                                                                      ", ".join(others)))
+                         "its own (gpufleet_build_dir / gpufleet_inventory_name)"
+                         % (entry["build_dir"], ", ".join(others)))
     return entries
 
 

@@ -40,7 +40,8 @@ def switch_problem(mode, gpufleet_daemonsets, cluster_policies, inventory="inven
     if mode == "standalone" and cluster_policies:
         names = sorted(_name(c) for c in cluster_policies)
         return ("gpufleet_addons_mode is standalone, but the GPU Operator runs (ClusterPolicy %s): gpufleet's device "
-                "plugin would run beside the operator's. This step applied nothing (what earlier steps of this run applied stays as it is). Remove the operator first with: "
+                "plugin would run beside the operator's. This step applied nothing (what earlier steps of this run "
+                "applied stays as it is). Remove the operator first with: "
                 "%s -e gpufleet_addons_mode=operator -e gpu_operator_state=absent - then run this stage again."
                 % (", ".join(names), base))
     return ""

@@ -11,6 +11,7 @@ __metaclass__ = type
 import html
 import json
 
+
 def _fmt(value):
     return "-" if value is None else str(value)
 

@@ -222,7 +222,8 @@ def helm_problem(result, binary):
         return ""
     detail = redact.scrub(str((result or {}).get("msg") or (result or {}).get("stderr") or "not found").strip())
     return ("gpufleet_addons_mode is operator: the GPU Operator is installed with helm, but %r does not run (%s). "
-            "This step applied nothing (what earlier steps of this run applied stays as it is). Install helm 3 on the controller or set gpufleet_helm_binary to its path."
+            "This step applied nothing (what earlier steps of this run applied stays as it is). Install helm 3 on "
+            "the controller or set gpufleet_helm_binary to its path."
             % (binary, detail[:200]))
 
 
@@ -239,7 +240,8 @@ def olm_problem(found):
     if not missing:
         return ""
     return ("gpu_operator_preset openshift installs the GPU Operator and the NFD operator through OLM, but this cluster "
-            "serves no %s (OLM is not installed). This step applied nothing (what earlier steps of this run applied stays as it is). Install OLM first, or use a Helm preset "
+            "serves no %s (OLM is not installed). This step applied nothing (what earlier steps of this run applied "
+            "stays as it is). Install OLM first, or use a Helm preset "
             "(gpu_operator_preset: kubeadm, k3s, rke2, ...)." % ", ".join(missing))
 
 

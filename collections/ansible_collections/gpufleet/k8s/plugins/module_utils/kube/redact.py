@@ -63,12 +63,10 @@ def _leaves(value, secret_key=False):
     """Secret string leaves of a kubeconfig mapping: values under SECRET_KEYS, at any depth."""
     if isinstance(value, dict):
         for key, item in value.items():
-            for leaf in _leaves(item, secret_key or str(key).lower() in SECRET_KEYS):
-                yield leaf
+            yield from _leaves(item, secret_key or str(key).lower() in SECRET_KEYS)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            for leaf in _leaves(item, secret_key):
-                yield leaf
+            yield from _leaves(item, secret_key)
     elif secret_key and value not in (None, "") and not isinstance(value, bool):
         yield str(value)
 
