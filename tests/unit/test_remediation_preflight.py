@@ -34,3 +34,17 @@ def test_a_policy_that_cannot_hold_is_refused_in_preflight(platform, extra, vari
 ])
 def test_a_policy_that_holds_passes(platform, extra):
     assert errors_of(platform, **extra) == []
+
+
+@pytest.mark.parametrize("extra", [
+    {"gpu_remediation_dry_run": "false"},                 # -e gpu_remediation_dry_run=false arrives as text
+    {"gpu_remediation_max_nodes": "2", "gpu_remediation_max_percent": "50"},
+    {"gpu_remediation_restore": "yes", "gpu_remediation_drain_timeout": "300"},
+])
+def test_values_given_as_text_are_cast_as_the_role_casts_them(extra):
+    assert errors_of("eks", **extra) == []
+
+
+def test_a_text_number_out_of_range_is_still_refused():
+    errors = errors_of("kubeadm", gpu_remediation_max_percent="150")
+    assert any(e.startswith("gpu_remediation_max_percent:") for e in errors), errors

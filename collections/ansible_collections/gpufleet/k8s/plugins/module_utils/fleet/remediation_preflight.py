@@ -10,9 +10,36 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
 from ansible_collections.gpufleet.k8s.plugins.module_utils.fleet.remediation import POLICY_DEFAULTS, PREFIX, \
     validate_policy
+
+
+def _int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError):
+            return 0
+
+
+def _float(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+# the casts roles/gpu_remediation/vars/main.yml applies (Jinja's bool, int and float filters) before
+# gpu_remediate sees the policy: `-e gpu_remediation_dry_run=false` arrives as text and is a boolean there
+CASTS = {"dry_run": lambda v: boolean(v, strict=False), "restore": lambda v: boolean(v, strict=False),
+         "drain_force": lambda v: boolean(v, strict=False),
+         "delete_emptydir_data": lambda v: boolean(v, strict=False),
+         "max_nodes": _int, "hosts_at_once": _int, "drain_timeout": _int, "max_percent": _float}
 
 
 def check(params, plan, problems):
@@ -24,6 +51,7 @@ def check(params, plan, problems):
                and key[len(PREFIX):] != "prometheus_url")
     if not raw:
         return
+    raw = dict((key, CASTS[key](value) if key in CASTS else value) for key, value in raw.items())
     try:
         validate_policy(raw, plan.get("platform"))
     except GpufleetError as exc:
