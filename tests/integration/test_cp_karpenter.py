@@ -234,3 +234,52 @@ def test_two_pools_each_pod_lands_on_the_pool_it_asks_for(cluster):
     assert sorted(c["metadata"]["labels"]["karpenter.sh/nodepool"] for c in claims(cp)) == ["infer-l4", "train-h100"]
     h100 = cp.node(got["two-h100"]["spec"]["nodeName"])["metadata"]["labels"]
     assert h100["karpenter.sh/capacity-type"] == "on-demand"
+
+
+def test_consolidation_and_do_not_disrupt(cluster):
+    """infer-l4 with ``consolidateAfter`` shortened from 30m to 10s (the one change besides nodeClassRef, so the
+    test need not wait half an hour): an emptied node goes away after it; then the NodePool's template changes
+    (a label, as a new gpufleet render would), every node of the pool drifts, and Karpenter replaces the node of an
+    ordinary pod but not the node running gpufleet's validation (smoke) pod, which carries
+    ``karpenter.sh/do-not-disrupt`` (day2.smoke.smoke_job, the validate stage's Job)."""
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.smoke import smoke_job
+    from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import normalize_pool
+    cp, original = cluster["cp"], cluster["pools"]["infer-l4"]
+    path = "/apis/karpenter.sh/v1/nodepools/infer-l4"
+    short = kwok_nodepool(original)
+    short["spec"]["disruption"]["consolidateAfter"] = "10s"
+    cp.apply(path, short)
+    try:
+        create_pods(cp, [pod_from_job(cluster["jobs"]["infer-l4"], "busy-0")])
+        cp.wait(lambda: running(cp, ["busy-0"]), 90, "a pod on infer-l4", interval=1)
+        first = claims(cp, "infer-l4")[0]["metadata"]["name"]
+        cp.request("DELETE", "/api/v1/namespaces/%s/pods/busy-0" % NS,
+                   {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
+        t0 = time.monotonic()
+        cp.wait(lambda: not claims(cp, "infer-l4"), 90, "the empty node removed", interval=1)
+        assert time.monotonic() - t0 >= 8, "removed before consolidateAfter"
+        assert first not in [c["metadata"]["name"] for c in cp.items(NODECLAIMS)]
+        # a smoke pod (gpufleet's validate Job, EKS) and an ordinary pod filling a node of its own
+        pool = normalize_pool(cluster["inventory"]["infer-l4"])
+        smoke = smoke_job(pool, "eks", "registry.k8s.io/pause:3.10", NS, 300)["spec"]["template"]
+        create_pods(cp, [{"apiVersion": "v1", "kind": "Pod", "spec": smoke["spec"],
+                          "metadata": dict(smoke["metadata"], name="smoke-0", namespace=NS)},
+                         pod_from_job(cluster["jobs"]["infer-l4"], "plain-0", gpus=4)])
+        cp.wait(lambda: running(cp, ["smoke-0", "plain-0"]), 90, "the smoke and the plain pod running", interval=1)
+        got = pods(cp)
+        smoke_node, plain_node = got["smoke-0"]["spec"]["nodeName"], got["plain-0"]["spec"]["nodeName"]
+        assert smoke_node != plain_node
+        drifted = json.loads(json.dumps(short))
+        drifted["spec"]["template"]["metadata"]["labels"]["gpufleet.io/render"] = "2"
+        cp.apply(path, drifted)
+        cp.wait(lambda: plain_node not in [n["metadata"]["name"] for n in karpenter_nodes(cp)], 150,
+                "the drifted node of the plain pod replaced", interval=1)
+        # drift goes a node at a time (the default budget, 10%): give the smoke pod's node 30 s more to be taken
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and smoke_node in [n["metadata"]["name"] for n in karpenter_nodes(cp)]:
+            time.sleep(1)
+        assert smoke_node in [n["metadata"]["name"] for n in karpenter_nodes(cp)], "the smoke pod's node was replaced"
+        assert pods(cp)["smoke-0"]["spec"]["nodeName"] == smoke_node
+        assert smoke["metadata"]["annotations"] == {"karpenter.sh/do-not-disrupt": "true"}
+    finally:
+        cp.apply(path, kwok_nodepool(original))
