@@ -52,7 +52,9 @@ VCPU_MEMORY = {
 # EC2's GPU name (lower case) of families the recorded answers lack
 EC2_GPU_NAME = {"g6e": "l40s", "p4d": "a100", "p5e": "h200"}
 FAMILIES = tuple(VCPU_MEMORY)
-ZONES = ("us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d")
+# us-east-1 (the EKS inventory) and us-west-2 (the v1alpha5 example the migration converts); every zone at the
+# us-east-1 prices
+ZONES = ("us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d", "us-west-2a", "us-west-2b")
 
 
 SCRIPT = os.path.join(ROOT, "scripts", "karpenter-build.sh")
