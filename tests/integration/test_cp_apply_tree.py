@@ -11,7 +11,7 @@ import re
 import pytest
 import yaml
 
-from controlplane import shared_crds_or_skip
+from karpenter import install_aws_crds
 from ansible_run import ROOT, flat, manifests, recap, run_site
 
 PART_OF = "applyset.kubernetes.io/part-of"
@@ -26,9 +26,7 @@ def eks_pools():
 
 @pytest.fixture(scope="module")
 def cp(control_plane):
-    shared_crds_or_skip(pytest)
-    control_plane.install_crds(["karpenter.sh_nodepools.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml",
-                                "karpenter.sh_nodeclaims.yaml"])
+    install_aws_crds(control_plane)  # Karpenter's CRDs from the AWS provider's Go module (v1.15.3)
     return control_plane
 
 

@@ -290,11 +290,10 @@ EKS = ("gpufleet_platform: eks\ngpufleet_cluster_name: remediate-eks\ngpufleet_a
 
 def test_karpenter_nodeclaim_of_an_unhealthy_node_is_deleted(cluster, tmp_path):
     """EKS: replacing a node is deleting its NodeClaim (Karpenter, not running here, would launch a new one).
-    The NodeClaim CRD is Karpenter's own (../shared/crds)."""
-    from controlplane import shared_crds_or_skip
-    shared_crds_or_skip(pytest)
+    The NodeClaim CRD is Karpenter's own, from the AWS provider's Go module (tests/helpers/karpenter.py)."""
+    from karpenter import module_dirs
     cp = cluster[0]
-    cp.install_crds(["karpenter.sh_nodeclaims.yaml"])
+    cp.install_crds(["karpenter.sh_nodeclaims.yaml"], folder=os.path.join(module_dirs()["aws"], "pkg", "apis", "crds"))
     inv = tmp_path / "inv"
     (inv / "group_vars" / "all").mkdir(parents=True)
     (inv / "group_vars" / "all" / "gpufleet.yml").write_text(EKS)

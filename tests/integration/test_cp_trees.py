@@ -1,6 +1,7 @@
 """Every example inventory's rendered tree, and `kubectl kustomize` of its GitOps tree, accepted by real
 API servers at both ends of the supported Kubernetes range (tests/helpers/controlplane.py, apiserver + etcd):
-- the newest minor (1.37): server-side apply for real, CRDs installed from ../shared/crds;
+- the newest minor (1.37): server-side apply for real, CRDs installed from ../shared/crds (Karpenter's from the
+  AWS provider's Go module, v1.15.3: tests/helpers/karpenter.py);
 - the oldest minor EKS or GKE still supports (1.32): the same trees with server-side dry-run.
 The GKE ComputeClass CRD in ../shared/crds predates `priorities[].gpu.gpuSharing` (GKE 1.35.2-gke.1485000);
 the test adds that field as GKE's reference documents it.
@@ -12,11 +13,11 @@ import pytest
 import yaml
 
 from controlplane import ApiError, ControlPlane, binary, shared_crds_or_skip
+from karpenter import install_aws_crds
 from render_cache import rendered_site
 
 INVENTORIES = ["eks", "example", "gke", "gke-autopilot", "k3s", "kubeadm-operator", "openshift"]
 CRDS = [
-    "karpenter.sh_nodepools.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml", "karpenter.sh_nodeclaims.yaml",
     "cloud.google.com_computeclasses.yaml", "nvidia.com_clusterpolicies.yaml", "nvidia.com_nvidiadrivers.yaml",
     "operators.coreos.com_operatorgroups.yaml", "operators.coreos.com_subscriptions.yaml",
     "nfd.openshift.io_nodefeaturediscoveries.yaml", "nfd.k8s-sigs.io_nodefeaturerules.yaml",
@@ -48,6 +49,7 @@ def servers(tmp_path_factory):
             out[build] = cp
             cp.start()
             cp.install_crds(CRDS, extend={"cloud.google.com_computeclasses.yaml": add_gpu_sharing})
+            install_aws_crds(cp)
         yield out
     finally:
         for cp in out.values():

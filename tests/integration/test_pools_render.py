@@ -19,7 +19,7 @@ from ansible_run import recap, run_site
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORE_APIS = ("v1", "apps/v1", "batch/v1", "node.k8s.io/v1", "scheduling.k8s.io/v1", "rbac.authorization.k8s.io/v1")
-CR_APIS = ("karpenter.sh/v1", "karpenter.k8s.aws/v1", "cloud.google.com/v1")
+CR_APIS = ("karpenter.sh/v1", "karpenter.sh/v1alpha1", "karpenter.k8s.aws/v1", "cloud.google.com/v1")
 
 # inventory -> provision components (directories under build/<inv>/provision) it must render
 EXPECTED = {

@@ -9,11 +9,13 @@
 import { readFileSync } from "node:fs";
 import Ajv from "ajv";
 import { NodePool } from "@kubernetes-models/karpenter/karpenter.sh/v1/NodePool";
+import { NodeOverlay } from "@kubernetes-models/karpenter/karpenter.sh/v1alpha1/NodeOverlay";
 import { EC2NodeClass } from "@kubernetes-models/karpenter/karpenter.k8s.aws/v1/EC2NodeClass";
 import { ComputeClass } from "@kubernetes-models/gke/cloud.google.com/v1/ComputeClass";
 
 const MODELS = {
   "karpenter.sh/v1/NodePool": NodePool,
+  "karpenter.sh/v1alpha1/NodeOverlay": NodeOverlay,
   "karpenter.k8s.aws/v1/EC2NodeClass": EC2NodeClass,
   "cloud.google.com/v1/ComputeClass": ComputeClass,
 };

@@ -428,3 +428,47 @@ def test_unknown_capacity_type_file_is_refused():
     with pytest.raises(GpufleetError) as err:
         migrate(_fixture("v1alpha5-unknown-capacity-type.yaml"))
     assert "'preemptible' is not a capacity type" in err.value.msg
+
+
+# Shared and MIG pools: Karpenter counts a pool's usage from its nodes' capacity, which the device plugin sets
+# (replicas per GPU, MIG instances per GPU), so the limit is in that unit; a NodeOverlay gives the pool's instance
+# types that capacity while Karpenter plans. (pool changes, limits, overlay capacity or None)
+SHARED = [
+    ({}, {"nvidia.com/gpu": "20"}, None),
+    ({"sharing": {"mode": "time-slicing", "replicas": 4}}, {"nvidia.com/gpu": "80"}, {"nvidia.com/gpu": "4"}),
+    ({"sharing": {"mode": "mps", "replicas": 2}, "max_gpus": None, "max_nodes": 5, "gpus_per_node": 4},
+     {"nvidia.com/gpu": "40"}, {"nvidia.com/gpu": "8"}),
+    ({"sharing": {"mode": "time-slicing", "replicas": 4, "rename_by_default": True}},
+     {"nvidia.com/gpu.shared": "80"}, {"nvidia.com/gpu.shared": "4"}),
+    ({"gpu_type": "h100-80gb", "gpus_per_node": 8, "max_gpus": 16,
+      "sharing": {"mode": "mig", "mig_strategy": "single", "mig_profile": "1g.10gb"}},
+     {"nvidia.com/gpu": "112"}, {"nvidia.com/gpu": "56"}),
+    ({"gpu_type": "h100-80gb", "gpus_per_node": 8, "max_gpus": 16,
+      "sharing": {"mode": "mig", "mig_strategy": "mixed", "mig_profile": "3g.40gb"}},
+     {"nvidia.com/mig-3g.40gb": "32"}, {"nvidia.com/mig-3g.40gb": "16"}),
+    ({"max_gpus": None}, {}, None),
+]
+
+
+@pytest.mark.parametrize("changes,limits,capacity", SHARED)
+def test_shared_pools_limit_in_the_advertised_unit_and_get_a_node_overlay(changes, limits, capacity):
+    pool = normalize_pool(dict(L4, max_cpu=None, max_memory_gb=None, **changes))
+    objs = objects(pool)
+    assert by_kind(objs, "NodePool", "infer-l4")["spec"]["limits"] == limits
+    overlays = [o for o in objs if o["kind"] == "NodeOverlay"]
+    if capacity is None:
+        assert overlays == []
+        return
+    assert overlays == [{
+        "apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay",
+        "metadata": {"name": "infer-l4", "labels": {"app.kubernetes.io/managed-by": "gpufleet"}},
+        "spec": {"requirements": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["infer-l4"]}],
+                 "capacity": capacity}}]
+    assert objs[-1] is overlays[0]  # after every pool's node class and NodePool
+
+
+def test_node_overlays_are_valid_for_the_karpenter_crds():
+    pools = [normalize_pool(dict(L4, max_cpu=None, max_memory_gb=None, **changes)) for changes, _l, _c in SHARED]
+    objs = [o for pool in pools for o in objects(pool)]
+    assert any(o["kind"] == "NodeOverlay" for o in objs)
+    assert_crs_valid(objs)

@@ -76,3 +76,11 @@ def test_rollout_failures():
     missing = {"item": {"namespace": "n", "name": "gfd"}, "resources": []}
     assert rollout_failures([ok, lagging, missing]) == [
         "DaemonSet n/ex not rolled out (desired 3, ready 2, updated 3)", "DaemonSet n/gfd not found"]
+
+
+@pytest.mark.parametrize("platform,annotations", [
+    ("eks", {"karpenter.sh/do-not-disrupt": "true"}), ("gke", None), ("kubeadm", None)])
+def test_smoke_pods_on_eks_are_not_disrupted_by_karpenter(platform, annotations):
+    for job in gpu_smoke_jobs(POOLS, platform, IMAGE, "gpufleet-validate", 300):
+        meta = job["spec"]["template"]["metadata"]
+        assert meta.get("annotations") == annotations and meta["labels"] == {"gpufleet.io/validate": "smoke"}

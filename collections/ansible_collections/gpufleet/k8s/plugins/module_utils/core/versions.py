@@ -93,11 +93,15 @@ CHART_VALUE_PATHS = {
     "driver.version": ("operator", "default driver (driver.version)"),
 }
 
-# Karpenter (EKS): gpufleet installs no Karpenter; its NodePools and EC2NodeClasses are written for the
-# karpenter.sh/v1 and karpenter.k8s.aws/v1 APIs and were applied against the CRDs of this release
-# (newest 1.14.x patch; v1.13-v1.14 added fields gpufleet does not set: consolidationPolicy Balanced,
-# EC2NodeClass connectionTracking and cpuOptions, the CapacityBuffer API).
-KARPENTER = {"version": "v1.14.1", "apis": ("karpenter.sh/v1", "karpenter.k8s.aws/v1")}
+# Karpenter (EKS): gpufleet installs no Karpenter; its NodePools, EC2NodeClasses and NodeOverlays are written for
+# the karpenter.sh/v1, karpenter.k8s.aws/v1 and karpenter.sh/v1alpha1 APIs and applied against the CRDs of this
+# release (karpenter-provider-aws, whose chart EKS users install; its core is sigs.k8s.io/karpenter v1.15.0, which
+# the tests build and run: tests/helpers/karpenter.py). v1.15 changes for gpufleet: EC2NodeClass ``kubelet`` takes
+# any KubeletConfiguration field (checked by Karpenter on status, no longer by the CRD; gpufleet sets maxPods);
+# NodeOverlay (alpha, feature gate NodeOverlay) lets shared and MIG pools plan with the capacity the device plugin
+# advertises; fields gpufleet does not set: connectionTracking, cpuOptions, enclaveOptions, NodePool replicas.
+KARPENTER = {"version": "v1.15.3", "apis": (
+    "karpenter.sh/v1", "karpenter.k8s.aws/v1", "karpenter.sh/v1alpha1")}
 
 # OpenShift: packages installed through OLM instead of Helm.
 OLM_PACKAGES = {

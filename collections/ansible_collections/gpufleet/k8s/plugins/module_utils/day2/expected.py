@@ -17,6 +17,7 @@ __metaclass__ = type
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model import dra
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.mig import instances_per_gpu
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import advertised_resources
 
 GPU = "nvidia.com/gpu"
 POOL_LABEL = "gpufleet.io/pool"
@@ -24,22 +25,8 @@ DRIVER_LABELS = ("nvidia.com/cuda.driver-version.full", "nvidia.com/cuda.driver.
 
 
 def expected_resources(pool):
-    """{resource name: count} one node of ``pool`` must advertise as allocatable."""
-    if pool.get("allocation") == "dra":
-        return {}  # its GPUs are ResourceSlice devices, not extended resources (dra.py)
-    gpus = int(pool.get("gpus_per_node") or 1)
-    sharing = pool.get("sharing") or {"mode": "none"}
-    mode = sharing.get("mode", "none")
-    if mode in ("time-slicing", "mps"):
-        name = GPU + ".shared" if sharing.get("rename_by_default") else GPU
-        return {name: gpus * int(sharing["replicas"])}
-    if mode == "mig" and sharing.get("mig_profile"):
-        per_gpu = instances_per_gpu(pool.get("gpu_type"), sharing["mig_profile"])
-        if per_gpu:
-            if sharing.get("mig_strategy", "single") == "mixed":
-                return {"nvidia.com/mig-" + sharing["mig_profile"]: gpus * per_gpu}
-            return {GPU: gpus * per_gpu}
-    return {GPU: gpus}
+    """{resource name: count} one node of ``pool`` must advertise as allocatable (model.spec)."""
+    return advertised_resources(pool)
 
 
 def _ready(node):

@@ -12,7 +12,7 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.addons import gpu_ope
 from ansible_collections.gpufleet.k8s.plugins.module_utils.addons.dcgm_exporter import NAME
 from ansible_collections.gpufleet.k8s.plugins.module_utils.day2.expected import POOL_LABEL
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.placement import (
-    RESTRICTED_CONTAINER, RESTRICTED_POD, placement as pool_placement)
+    DO_NOT_DISRUPT, RESTRICTED_CONTAINER, RESTRICTED_POD, placement as pool_placement)
 
 SMOKE_LABEL = "gpufleet.io/validate"
 METRICS_JOB = "gpufleet-metrics-check"
@@ -25,7 +25,9 @@ METRICS_JOB = "gpufleet-metrics-check"
 def smoke_job(pool, platform, image, namespace, timeout, placement=None, runtime_class=None):
     """A Job running the CUDA vectorAdd sample on one GPU (or one shared/MIG slice) of the pool,
     placed like the pool's workloads (``gpufleet.k8s.gpu_pod_placement``) unless ``placement``
-    gives another fragment."""
+    gives another fragment. On EKS its pod carries ``karpenter.sh/do-not-disrupt: "true"``: Karpenter does not
+    consolidate or drift the node away while the check runs (a validation that fails because the node under it
+    was removed says nothing about the pool)."""
     fragment = pool_placement(pool, platform, gpus=1, runtime_class=runtime_class)
     if placement is not None:
         fragment = dict(placement, resources=fragment["resources"],
@@ -54,9 +56,16 @@ def smoke_job(pool, platform, image, namespace, timeout, placement=None, runtime
             "backoffLimit": 0,
             "activeDeadlineSeconds": int(timeout),
             "ttlSecondsAfterFinished": 3600,
-            "template": {"metadata": {"labels": {SMOKE_LABEL: "smoke"}}, "spec": pod_spec},
+            "template": {"metadata": _smoke_pod_metadata(platform), "spec": pod_spec},
         },
     }
+
+
+def _smoke_pod_metadata(platform):
+    meta = {"labels": {SMOKE_LABEL: "smoke"}}
+    if platform == "eks":
+        meta["annotations"] = {DO_NOT_DISRUPT: "true"}
+    return meta
 
 
 def metrics_job(image, namespace, exporter_namespace, exporter_service, timeout):

@@ -19,7 +19,7 @@ import re
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import Problems, kind_of as _kind, one_of
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import (
     GKE_PLATFORMS, GPU_TYPES, MIG_CAPABLE, gpu_type_names)
-from ansible_collections.gpufleet.k8s.plugins.module_utils.core.mig import MIG_PROFILES
+from ansible_collections.gpufleet.k8s.plugins.module_utils.core.mig import MIG_PROFILES, instances_per_gpu
 from ansible_collections.gpufleet.k8s.plugins.module_utils.model.dra import DRA_TAINT, check_pool as dra_check_pool
 
 PLATFORMS = ("eks", "gke", "gke-autopilot", "kubeadm", "k3s", "rke2", "k0s", "microk8s", "openshift")
@@ -37,6 +37,7 @@ POOLS_VAR = "gpufleet_gpu_pools"
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 DURATION = re.compile(r"^(Never|([0-9]+(s|m|h))+)$")
 
+GPU_RESOURCE = "nvidia.com/gpu"
 DEFAULT_GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 
 POOL_DEFAULTS = {
@@ -124,6 +125,29 @@ def pool_gpu_limit(pool):
     if pool.get("max_nodes") is not None:
         return pool["max_nodes"] * pool["gpus_per_node"]
     return None
+
+
+def advertised_resources(pool):
+    """{extended resource: count} one node of ``pool`` advertises once the NVIDIA device plugin runs with
+    gpufleet's config: ``nvidia.com/gpu`` = GPUs; time-slicing / MPS with N replicas: GPUs x N
+    (``nvidia.com/gpu.shared`` when ``rename_by_default``); MIG single with a profile: ``nvidia.com/gpu`` = GPUs x
+    instances of the profile; MIG mixed: ``nvidia.com/mig-<profile>`` = GPUs x instances. A DRA pool advertises
+    none (its GPUs are ResourceSlice devices)."""
+    if pool.get("allocation") == "dra":
+        return {}
+    gpus = int(pool.get("gpus_per_node") or 1)
+    sharing = pool.get("sharing") or {"mode": "none"}
+    mode = sharing.get("mode", "none")
+    if mode in ("time-slicing", "mps"):
+        name = GPU_RESOURCE + ".shared" if sharing.get("rename_by_default") else GPU_RESOURCE
+        return {name: gpus * int(sharing["replicas"])}
+    if mode == "mig" and sharing.get("mig_profile"):
+        per_gpu = instances_per_gpu(pool.get("gpu_type"), sharing["mig_profile"])
+        if per_gpu:
+            if sharing.get("mig_strategy", "single") == "mixed":
+                return {"nvidia.com/mig-" + sharing["mig_profile"]: gpus * per_gpu}
+            return {GPU_RESOURCE: gpus * per_gpu}
+    return {GPU_RESOURCE: gpus}
 
 
 def validate_platform(platform, problems):

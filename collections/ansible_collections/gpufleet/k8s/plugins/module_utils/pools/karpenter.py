@@ -23,9 +23,11 @@ import copy
 
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.gpu_catalog import GPU_MANUFACTURER, GPU_TYPES, cpu_arch
 from ansible_collections.gpufleet.k8s.plugins.module_utils.pools.selfmanaged import pool_node_labels, pool_taints
-from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import pool_gpu_limit
+from ansible_collections.gpufleet.k8s.plugins.module_utils.model.spec import (
+    GPU_RESOURCE, advertised_resources, pool_gpu_limit)
 
 NODEPOOL_API = "karpenter.sh/v1"
+NODEOVERLAY_API = "karpenter.sh/v1alpha1"
 NODECLASS_API = "karpenter.k8s.aws/v1"
 NODECLASS_GROUP = "karpenter.k8s.aws"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpufleet"}
@@ -59,7 +61,7 @@ def nodepool(pool):
     limits = {}
     gpu_limit = pool_gpu_limit(pool)
     if gpu_limit is not None:
-        limits["nvidia.com/gpu"] = str(gpu_limit)
+        limits.update(advertised_limits(pool, gpu_limit))
     if pool.get("max_cpu"):
         limits["cpu"] = str(pool["max_cpu"])
     if pool.get("max_memory_gb"):
@@ -84,6 +86,37 @@ def nodepool(pool):
         spec["weight"] = pool["weight"]
     return {"apiVersion": NODEPOOL_API, "kind": "NodePool",
             "metadata": {"name": pool["name"], "labels": dict(MANAGED_BY)}, "spec": spec}
+
+
+def _advertised(pool):
+    """What one node advertises (model.spec.advertised_resources); a DRA pool's physical GPUs."""
+    return advertised_resources(pool) or {GPU_RESOURCE: pool["gpus_per_node"]}
+
+
+def advertised_limits(pool, gpu_limit):
+    """The NodePool limits for ``gpu_limit`` physical GPUs, in the unit the nodes advertise. Karpenter counts a
+    pool's usage from its nodes' capacity, which the device plugin sets: a time-sliced node with 1 GPU and 4
+    replicas counts 4 ``nvidia.com/gpu``, so a limit in physical GPUs would stop the pool at a quarter of
+    ``max_nodes``."""
+    per_gpu = dict((name, count // pool["gpus_per_node"]) for name, count in _advertised(pool).items())
+    return dict((name, str(gpu_limit * n)) for name, n in sorted(per_gpu.items()))
+
+
+def shares_gpus(pool):
+    """Whether the pool's nodes advertise something other than their physical GPUs (sharing, MIG)."""
+    return _advertised(pool) != {GPU_RESOURCE: pool["gpus_per_node"]}
+
+
+def nodeoverlay(pool):
+    """A NodeOverlay (karpenter.sh/v1alpha1 in the pinned v1.15 line; alpha: Karpenter applies it only with its
+    ``NodeOverlay`` feature gate on, otherwise the limit above still holds the pool to max_nodes) giving the
+    pool's instance types the capacity the device plugin will advertise, so that Karpenter plans shared and MIG
+    nodes with it (4 pending 1-slice pods of a 4-replica pool fit one node, not four). It selects the pool's
+    instance types by the NodePool's own label ``karpenter.sh/nodepool``."""
+    return {"apiVersion": NODEOVERLAY_API, "kind": "NodeOverlay",
+            "metadata": {"name": pool["name"], "labels": dict(MANAGED_BY)},
+            "spec": {"requirements": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": [pool["name"]]}],
+                     "capacity": dict((k, str(v)) for k, v in sorted(_advertised(pool).items()))}}
 
 
 def nodepool_budgets(budgets):
@@ -138,9 +171,11 @@ def ec2nodeclass(pool, settings, cluster):
 
 
 def karpenter_objects(pools, settings, cluster):
-    """EC2NodeClass then NodePool for every pool (node classes first: a NodePool refers to one)."""
+    """EC2NodeClass then NodePool for every pool (node classes first: a NodePool refers to one), then a
+    NodeOverlay for every pool whose nodes share or partition their GPUs."""
     out = []
     for pool in pools:
         out.append(ec2nodeclass(pool, settings, cluster))
         out.append(nodepool(pool))
+    out.extend(nodeoverlay(pool) for pool in pools if shares_gpus(pool))
     return out
