@@ -28,14 +28,14 @@ step() { printf '\n==== %s ==== (previous step: %d s)\n' "$*" "$((SECONDS - t_st
 step "setup"
 bash scripts/bootstrap.sh || exit 1
 # The Go builds (the test control plane: etcd, kube-apiserver, controller-manager, scheduler, KWOK, helm; the
-# upstream judges: the DRA driver's validation and nvidia-ctk) are CPU-bound and the apt / debootstrap setup
-# waits on the network and the disk, so they run side by side (issue 42: cold, one after the other, they were
+# upstream judges: the DRA driver's validation, nvidia-ctk, Karpenter with its KWOK provider) are CPU-bound and
+# the apt / debootstrap setup waits on the network and the disk, so they run side by side (issue 42: cold, one after the other, they were
 # 32 minutes of setup). Each is cached per version under ~/.cache/gpufleet: minutes cold, a second when cached.
 # --quick skips them: only playbook, container and cluster tests use them.
 builds_pid=
 if [ "$quick" = 0 ]; then
   { bash scripts/controlplane-build.sh build >/dev/null && bash scripts/dra-judge-build.sh >/dev/null \
-      && bash scripts/nvidia-ctk-build.sh >/dev/null; } >"$logs/builds.log" 2>&1 &
+      && bash scripts/nvidia-ctk-build.sh >/dev/null && bash scripts/karpenter-build.sh >/dev/null; } >"$logs/builds.log" 2>&1 &
   builds_pid=$!
 fi
 bash scripts/harness-setup.sh || exit 1
