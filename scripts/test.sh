@@ -46,8 +46,6 @@ bash scripts/checkov.sh --version >/dev/null || exit 1
 # ansible-core 2.18 (the older supported line) for tests/integration/test_ansible_core_218.py, its own venv
 # under ~/.cache/gpufleet: about a minute cold
 bash scripts/ansible-core-218.sh --version >/dev/null || exit 1
-wait "$builds_pid" || { echo "setup: a Go build failed - log: build/test-logs/builds.log"; tail -30 "$logs/builds.log"; exit 1; }
-grep -E " built in | ready " "$logs/builds.log" | sed 's/^/  /'
 fi
 if [ -f tests/schemas/package.json ]; then
   (cd tests/schemas && { [ -d node_modules ] && [ node_modules/.stamp -nt package-lock.json ] || { npm ci --no-audit --no-fund --silent && touch node_modules/.stamp; }; }) || exit 1
@@ -91,10 +89,16 @@ run_molecule() { printf '%s\n' $scenarios | xargs -P "$jobs" -I{} bash -c 'run_o
 # Molecule's containers and pytest's have their own names and images, so the scenarios can run beside
 # lint and pytest (MOLECULE_BACKGROUND=1). Not by default: on the 2-core CI machine the overlap made the
 # whole run slower (toolkit scenario 243 s alone, 1719 s beside pytest; .ci/run 2026-12-01).
-molecule_pid=
+molecule_pid='' molecule_done=''
 if [ "${MOLECULE_BACKGROUND:-0}" != 0 ]; then
   run_molecule & molecule_pid=$!
   echo "molecule: running in the background (pid $molecule_pid)"
+elif [ -n "$builds_pid" ] && kill -0 "$builds_pid" 2>/dev/null; then
+  # Cold machine: the Go builds (CPU) still run, so the scenarios (apt and containers: network and disk) run
+  # now, beside them, instead of after pytest; lint, the collection build and sanity follow, also before
+  # pytest needs the builds. Warm, the builds are done already and molecule stays at the end, alone.
+  echo "molecule: running now, beside the Go builds (a cold machine)"
+  run_molecule; molecule_done=1
 fi
 
 step "ansible-lint (production profile)"
@@ -114,6 +118,12 @@ step "ansible-test sanity (the collection as built)"
 bash scripts/sanity.sh >"$logs/sanity.log" 2>&1 || {
   echo "ansible-test sanity: FAILED - log: build/test-logs/sanity.log"; grep -E "^(ERROR|FATAL)" "$logs/sanity.log" | head -20; fail=1; }
 
+if [ -n "$builds_pid" ]; then
+  step "waiting for the Go builds"
+  wait "$builds_pid" || { echo "setup: a Go build failed - log: build/test-logs/builds.log"; tail -30 "$logs/builds.log"; exit 1; }
+  grep -E " built in | ready " "$logs/builds.log" | sed 's/^/  /'
+fi
+
 step "pytest"
 # pytest-xdist: PYTEST_WORKERS processes (default 3: the container and playbook tests wait on I/O);
 # --dist loadfile: a test module runs whole on one worker (its module fixtures - a booted container,
@@ -124,7 +134,7 @@ rc=$?
 [ $rc -eq 0 ] || fail=1
 
 step "molecule"
-if [ -n "$molecule_pid" ]; then wait "$molecule_pid"; else run_molecule; fi
+if [ -n "$molecule_pid" ]; then wait "$molecule_pid"; elif [ -z "$molecule_done" ]; then run_molecule; fi
 cat "$logs/molecule-results.txt"
 passed=$(grep -c '^PASS' "$logs/molecule-results.txt")
 failed=$(grep -c '^FAIL' "$logs/molecule-results.txt")
