@@ -18,7 +18,7 @@ from prom_schema import assert_valid_prometheus
 from ansible_run import recap, run_site
 
 CORE = ("v1", "apps/v1", "node.k8s.io/v1", "rbac.authorization.k8s.io/v1", "scheduling.k8s.io/v1")
-CRDS = ("karpenter.sh/v1", "karpenter.k8s.aws/v1", "cloud.google.com/v1")
+CRDS = ("karpenter.sh/v1", "karpenter.sh/v1alpha1", "karpenter.k8s.aws/v1", "cloud.google.com/v1")  # v1alpha1: NodeOverlay
 
 
 def kustomize(path):
