@@ -69,6 +69,17 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 
+def _is_link(name, fd):
+    """Whether ``name`` in the folder open as ``fd`` is a symbolic link (never followed); None when it is not there."""
+    try:
+        info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        raise
+    return (info.st_mode & 0o170000) == 0o120000
+
+
 def _link_error(path):
     return GpufleetError("fleet run folder: %s" % link_message(path))
 
@@ -91,7 +102,7 @@ def _open_dir(path):
                     raise
             try:
                 child = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW, dir_fd=fd)
-            except OSError as exc:
+            except OSError:
                 if os.path.islink(walked):
                     raise _link_error(walked)
                 raise
@@ -110,13 +121,7 @@ def private_dir(path, names=()):
     fd = _open_dir(path)
     try:
         for name in names:
-            try:
-                info = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            except OSError as exc:
-                if exc.errno == errno.ENOENT:
-                    continue
-                raise
-            if (info.st_mode & 0o170000) == 0o120000:
+            if _is_link(name, fd):
                 raise _link_error(os.path.join(path, name))
     finally:
         os.close(fd)
@@ -171,13 +176,10 @@ def remove_private(path):
     folder, name = os.path.split(path)
     fd = _open_dir(folder)
     try:
-        try:
-            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        except OSError as exc:
-            if exc.errno == errno.ENOENT:
-                return
-            raise
-        if (info.st_mode & 0o170000) == 0o120000:
+        link = _is_link(name, fd)
+        if link is None:
+            return
+        if link:
             raise _link_error(path)
         os.unlink(name, dir_fd=fd)
     finally:
