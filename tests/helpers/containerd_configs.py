@@ -9,6 +9,26 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import contai
 names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=2, max_size=8)
 comment_text = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ,.:-=[]\"'#", min_size=0, max_size=30)
 
+# A kubeadm-style user config (config version 2): systemd cgroups, a second runtime, a registry mirror and
+# comments to keep. Shared by tests/unit/test_containerd_config.py and the nvidia-ctk comparison.
+USER_V2 = """version = 2
+
+# Site registry mirror: keep this comment.
+[plugins]
+  [plugins."io.containerd.grpc.v1.cri"]
+    sandbox_image = "registry.k8s.io/pause:3.9"  # pinned
+    [plugins."io.containerd.grpc.v1.cri".containerd]
+      default_runtime_name = "runc"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+          SystemdCgroup = true
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]
+        runtime_type = "io.containerd.kata.v2"
+    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."docker.io"]
+      endpoint = ["https://mirror.example.internal"]
+"""
+
 
 @st.composite
 def user_configs(draw):

@@ -34,6 +34,7 @@ import nvidia_ctk
 from ansible_run import ROOT
 from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import containerd_plan as cplan
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError
+from containerd_configs import USER_V2
 
 # Tier playbook (as every test under tests/integration; it needs the Go build, so --quick leaves it out), and
 # contract: gpufleet's output is judged by upstream's code.
@@ -47,23 +48,6 @@ NVIDIA_BINARY = "/usr/bin/nvidia-container-runtime"
 # The containerd release each config version stands for here (what the stand-in answers to --version).
 RELEASE = {2: "1.7.24", 3: "2.2.10", 4: "2.3.7"}
 
-USER_V2 = """version = 2
-
-# kubeadm-style node: systemd cgroups, a second runtime and a registry mirror.
-[plugins]
-  [plugins."io.containerd.grpc.v1.cri"]
-    sandbox_image = "registry.k8s.io/pause:3.9"
-    [plugins."io.containerd.grpc.v1.cri".containerd]
-      default_runtime_name = "runc"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-        runtime_type = "io.containerd.runc.v2"
-        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-          SystemdCgroup = true
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]
-        runtime_type = "io.containerd.kata.v2"
-    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."docker.io"]
-      endpoint = ["https://mirror.example.internal"]
-"""
 
 USER_V3 = """version = 3
 

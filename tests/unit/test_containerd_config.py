@@ -13,27 +13,10 @@ from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import contai
 from ansible_collections.gpufleet.k8s.plugins.module_utils.runtime import containerd_validate as cvalidate
 from ansible_collections.gpufleet.k8s.plugins.module_utils.core.errors import GpufleetError, Problems
 from ansible_collections.gpufleet.k8s.plugins.modules import containerd_nvidia_runtime as module
+from containerd_configs import USER_V2
 
 ROOT = "/etc/containerd/config.toml"
 DROPIN = "/etc/containerd/conf.d/99-nvidia.toml"
-
-USER_V2 = """version = 2
-
-# Site registry mirror: keep this comment.
-[plugins]
-  [plugins."io.containerd.grpc.v1.cri"]
-    sandbox_image = "registry.k8s.io/pause:3.9"  # pinned
-    [plugins."io.containerd.grpc.v1.cri".containerd]
-      default_runtime_name = "runc"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-        runtime_type = "io.containerd.runc.v2"
-        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-          SystemdCgroup = true
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]
-        runtime_type = "io.containerd.kata.v2"
-    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."docker.io"]
-      endpoint = ["https://mirror.example.internal"]
-"""
 
 
 def user_config(version):
